@@ -1,0 +1,175 @@
+"""One typed configuration, loaded from conf/<env>.yaml and checked key by key."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+ENV_VAR = "PULSAR_AUDIT_ENV"
+CONF_DIR_VAR = "PULSAR_AUDIT_CONF_DIR"
+DEFAULT_ENV = "local"
+LAYERS = ("bronze", "silver", "gold")
+
+
+class ConfigError(ValueError):
+    """The configuration is missing, malformed or names unknown keys (CLI exit code 2)."""
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str | None
+    app_name: str
+    shuffle_partitions: int
+    driver_memory: str | None
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MlflowConfig:
+    tracking_uri: str
+    experiment: str
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    outage_threshold_ms: int
+    backoff_ladder_ms: list[int]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Where tables live and how Spark, MLflow and the detectors are set up.
+
+    storage: "path" keeps every table as a Delta path under `lakehouse`;
+    "catalog" names them `catalog.<schemas[layer]>.<table>` (Databricks).
+    """
+
+    env: str
+    storage: str
+    spark: SparkConfig
+    mlflow: MlflowConfig
+    pipeline: PipelineConfig
+    lakehouse: str | None = None
+    catalog: str | None = None
+    schemas: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def lakehouse_path(self) -> Path:
+        if self.lakehouse is None:
+            raise ConfigError(f"env {self.env!r} stores tables in a catalog, not a lakehouse path")
+        return Path(self.lakehouse).expanduser().resolve()
+
+    @property
+    def mlflow_tracking_uri(self) -> str:
+        if "{lakehouse}" in self.mlflow.tracking_uri:
+            return self.mlflow.tracking_uri.replace("{lakehouse}", str(self.lakehouse_path))
+        return self.mlflow.tracking_uri
+
+
+def default_conf_dir() -> Path:
+    """conf/ beside the package in a checkout, unless PULSAR_AUDIT_CONF_DIR says otherwise."""
+    if os.environ.get(CONF_DIR_VAR):
+        return Path(os.environ[CONF_DIR_VAR])
+    return Path(__file__).resolve().parent.parent / "conf"
+
+
+def load_config(
+    env: str | None = None, lakehouse: str | None = None, conf_dir: Path | None = None
+) -> Config:
+    """Load conf/<env>.yaml (env from argument, $PULSAR_AUDIT_ENV, or "local").
+
+    lakehouse: overrides the local lakehouse root (only for storage "path").
+    """
+    env = env or os.environ.get(ENV_VAR) or DEFAULT_ENV
+    conf_dir = conf_dir or default_conf_dir()
+    path = conf_dir / f"{env}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in conf_dir.glob("*.yaml"))
+        raise ConfigError(f"no config for env {env!r}: {path} does not exist (known envs: {known})")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    raw["env"] = env
+    if lakehouse is not None:
+        raw["lakehouse"] = lakehouse
+    config = _build(Config, raw, where=str(path))
+    _validate(config, path)
+    return config
+
+
+def _validate(config: Config, path: Path) -> None:
+    if config.storage == "path":
+        if not config.lakehouse:
+            raise ConfigError(f"{path}: storage 'path' needs key 'lakehouse'")
+    elif config.storage == "catalog":
+        missing = [layer for layer in LAYERS if layer not in config.schemas]
+        if not config.catalog or missing:
+            raise ConfigError(
+                f"{path}: storage 'catalog' needs 'catalog' and schemas for {list(LAYERS)}; "
+                f"missing schemas: {missing}"
+            )
+    else:
+        raise ConfigError(f"{path}: storage must be 'path' or 'catalog', got {config.storage!r}")
+    if config.pipeline.outage_threshold_ms <= 0:
+        raise ConfigError(f"{path}: pipeline.outage_threshold_ms must be > 0")
+    ladder = config.pipeline.backoff_ladder_ms
+    if not ladder or any(b <= a for a, b in zip(ladder, ladder[1:], strict=False)):
+        raise ConfigError(f"{path}: pipeline.backoff_ladder_ms must be a non-empty rising list")
+
+
+def _build(cls: type, raw: Any, where: str) -> Any:
+    """Build dataclass `cls` from a mapping, failing on unknown, missing or mistyped keys."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    hints = get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown}; expected keys are {sorted(names)}")
+    missing = sorted(f.name for f in fields(cls) if f.name not in raw and _is_required(f))
+    if missing:
+        raise ConfigError(f"{where}: missing keys {missing}")
+    values = {}
+    for name, value in raw.items():
+        hint = hints[name]
+        if is_dataclass(hint):
+            values[name] = _build(hint, value, f"{where}: {name}")
+        else:
+            values[name] = _coerce(value, hint, f"{where}: {name}")
+    return cls(**values)
+
+
+def _is_required(f: Any) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    text = str(hint)
+    if value is None:
+        if "None" in text:
+            return None
+        raise ConfigError(f"{where}: must not be null")
+    if hint is int or text.startswith("int"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if text.startswith("list[int]"):
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise ConfigError(f"{where}: expected a list of integers, got {value!r}")
+        return list(value)
+    if text.startswith("dict"):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return {str(k): str(v) for k, v in value.items()}
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a string, got {value!r}")
+    return value

@@ -1,0 +1,160 @@
+"""Delta I/O at the edges: every job reads and writes its tables through this module."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
+from pyspark.sql import functions as F
+
+from pulsar_audit.config import Config
+from pulsar_audit.schemas import TABLES, TableSpec
+
+log = logging.getLogger(__name__)
+
+
+class Lakehouse:
+    """Resolves contract tables to Delta paths (local) or catalog names (Databricks)."""
+
+    def __init__(self, spark: SparkSession, config: Config):
+        self.spark = spark
+        self.config = config
+
+    # ------------------------------------------------------------------ naming
+    def spec(self, table: str) -> TableSpec:
+        try:
+            return TABLES[table]
+        except KeyError:
+            raise KeyError(f"unknown table {table!r}; known tables: {sorted(TABLES)}") from None
+
+    def location(self, table: str) -> str:
+        """Path of a local table, or `catalog.schema.table` on a catalog."""
+        spec = self.spec(table)
+        if self.config.storage == "path":
+            return str(self.config.lakehouse_path / spec.layer / spec.name)
+        return f"{self.config.catalog}.{self.config.schemas[spec.layer]}.{spec.name}"
+
+    def _delta(self, table: str) -> DeltaTable:
+        if self.config.storage == "path":
+            return DeltaTable.forPath(self.spark, self.location(table))
+        return DeltaTable.forName(self.spark, self.location(table))
+
+    def exists(self, table: str) -> bool:
+        if self.config.storage == "path":
+            return DeltaTable.isDeltaTable(self.spark, self.location(table))
+        return self.spark.catalog.tableExists(self.location(table))
+
+    # ------------------------------------------------------------------ create
+    def create_all(self) -> list[dict[str, object]]:
+        """Create every contract table that does not exist yet; report what was done."""
+        report = []
+        for name in TABLES:
+            created = self.create(name)
+            report.append({"table": name, "location": self.location(name), "created": created})
+        return report
+
+    def create(self, table: str) -> bool:
+        spec = self.spec(table)
+        if self.exists(table):
+            return False
+        builder = DeltaTable.createIfNotExists(self.spark).addColumns(spec.schema)
+        if self.config.storage == "path":
+            builder = builder.location(self.location(table))
+        else:
+            self.spark.sql(
+                "CREATE SCHEMA IF NOT EXISTS IDENTIFIER(:schema)",
+                args={"schema": f"{self.config.catalog}.{self.config.schemas[spec.layer]}"},
+            )
+            builder = builder.tableName(self.location(table))
+        builder.execute()
+        log.info("created table %s at %s", table, self.location(table))
+        return True
+
+    # ------------------------------------------------------------------ read
+    def read(self, table: str, version: int | None = None) -> DataFrame:
+        """The table now, or as of an earlier `version` (Delta time travel)."""
+        self.create(table)
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        if self.config.storage == "path":
+            return reader.load(self.location(table))
+        return reader.table(self.location(table))
+
+    def version(self, table: str) -> int:
+        self.create(table)
+        return int(self._delta(table).history(1).select("version").first()[0])
+
+    # ------------------------------------------------------------------ write
+    def append(self, table: str, df: DataFrame) -> None:
+        self.create(table)
+        columns = self.spec(table).schema.fieldNames()
+        self._save(table, df.select(*columns).write.format("delta").mode("append"))
+
+    def merge(self, table: str, df: DataFrame, keys: Iterable[str] | None = None) -> None:
+        """Upsert on the natural key: rows already present are updated, new ones inserted."""
+        keys = tuple(keys or self.spec(table).key)
+        if not keys:
+            raise ValueError(f"table {table!r} declares no natural key to merge on")
+        self.create(table)
+        condition = _key_match(keys)
+        (
+            self._delta(table)
+            .alias("t")
+            .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), condition)
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    def insert_new(self, table: str, df: DataFrame, keys: Iterable[str] | None = None) -> None:
+        """Insert only rows whose natural key is absent (idempotent append)."""
+        keys = tuple(keys or self.spec(table).key)
+        self.create(table)
+        (
+            self._delta(table)
+            .alias("t")
+            .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), _key_match(keys))
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    def replace_runs(self, table: str, df: DataFrame, run_ids: list[str]) -> None:
+        """Atomically replace every row of `run_ids` with `df` (one Delta commit).
+
+        Delta refuses the write if `df` holds a row outside those runs.
+        """
+        self.create(table)
+        if not run_ids:
+            return
+        predicate = f"run_id IN ({', '.join(sql_string_literal(r) for r in sorted(run_ids))})"
+        columns = self.spec(table).schema.fieldNames()
+        writer = (
+            df.select(*columns)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", predicate)
+        )
+        self._save(table, writer)
+
+    def _save(self, table: str, writer: DataFrameWriter) -> None:
+        if self.config.storage == "path":
+            writer.save(self.location(table))
+        else:
+            writer.saveAsTable(self.location(table))
+
+
+def _key_match(keys: Iterable[str]) -> Column:
+    condition = None
+    for key in keys:
+        clause = F.col(f"t.{key}").eqNullSafe(F.col(f"s.{key}"))
+        condition = clause if condition is None else condition & clause
+    return condition
+
+
+def sql_string_literal(value: str) -> str:
+    """Quote `value` as a Spark SQL string literal (Delta's replaceWhere takes only SQL text)."""
+    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{escaped}'"

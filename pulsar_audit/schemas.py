@@ -1,0 +1,417 @@
+"""The contract: one declared schema per Delta table, and where each table lives.
+
+Bronze is never schema-inferred; silver and gold transforms end in a `select` of exactly
+these columns (`conform` checks it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+
+def _f(name: str, dtype: T.DataType, nullable: bool = True) -> T.StructField:
+    return T.StructField(name, dtype, nullable)
+
+
+_STR, _LONG, _INT, _BOOL, _TS, _DBL = (
+    T.StringType(),
+    T.LongType(),
+    T.IntegerType(),
+    T.BooleanType(),
+    T.TimestampType(),
+    T.DoubleType(),
+)
+_EXTRA = T.MapType(T.StringType(), T.StringType())
+
+# Lineage carried by every bronze row: where it came from and which ingest wrote it.
+LINEAGE_FIELDS = [
+    _f("source_file", _STR, False),
+    _f("line_number", _LONG, False),
+    _f("ingest_id", _STR, False),
+    _f("ingested_at", _TS, False),
+]
+
+# ----------------------------------------------------------------------------- bronze
+
+# One producer-side trace event (send, ack or nack) of one message.
+PRODUCER_EVENTS = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("partition", _INT, False),
+        _f("client", _STR, False),
+        _f("event", _STR, False),
+        _f("ts", _TS, False),
+        _f("event_index", _LONG),
+        _f("seq", _LONG),
+        _f("ledger_id", _LONG),
+        _f("entry_id", _LONG),
+        _f("batch_index", _INT),
+        _f("error", _STR),
+        _f("extra", _EXTRA),
+        *LINEAGE_FIELDS,
+    ]
+)
+
+# One consumer-side trace event: a delivery (receive) or the consumer reaching the end (end).
+CONSUMER_EVENTS = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("partition", _INT, False),
+        _f("client", _STR, False),
+        _f("event", _STR, False),
+        _f("ts", _TS, False),
+        _f("event_index", _LONG),
+        _f("subscription", _STR),
+        _f("producer", _STR),
+        _f("seq", _LONG),
+        _f("ledger_id", _LONG),
+        _f("entry_id", _LONG),
+        _f("batch_index", _INT),
+        _f("redelivery_count", _INT),
+        _f("extra", _EXTRA),
+        *LINEAGE_FIELDS,
+    ]
+)
+
+# One run-level event: the run's setup (config) or a fault injected into it (chaos).
+RUN_EVENTS = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("client", _STR, False),
+        _f("event", _STR, False),
+        _f("ts", _TS, False),
+        _f("event_index", _LONG),
+        _f("ensemble_size", _INT),
+        _f("write_quorum", _INT),
+        _f("ack_quorum", _INT),
+        _f("brokers", _INT),
+        _f("bookies", _INT),
+        _f("deduplication", _BOOL),
+        _f("scenario", _STR),
+        _f("action", _STR),
+        _f("target", _STR),
+        _f("extra", _EXTRA),
+        *LINEAGE_FIELDS,
+    ]
+)
+
+# One line (or multi-line entry) of a broker, bookie or client log, parsed or kept raw.
+LOG_LINES = T.StructType(
+    [
+        _f("source", _STR, False),
+        _f("host", _STR, False),
+        _f("ts", _TS),
+        _f("level", _STR),
+        _f("thread", _STR),
+        _f("logger", _STR),
+        _f("message", _STR),
+        _f("raw", _STR, False),
+        _f("parse_error", _STR),
+        *LINEAGE_FIELDS,
+    ]
+)
+
+# One observed create / change / delete of a ZooKeeper node under Pulsar's metadata paths.
+ZK_CHANGES = T.StructType(
+    [
+        _f("ts", _TS, False),
+        _f("zookeeper", _STR, False),
+        _f("path", _STR, False),
+        _f("op", _STR, False),
+        _f("version", _INT),
+        _f("ephemeral_owner", _LONG),
+        _f("data", _STR),
+        _f("decoded", _STR),
+        _f("capture_id", _STR, False),
+        *LINEAGE_FIELDS,
+    ]
+)
+
+# One input record refused by a parser or a row-level check, with why and where it came from.
+QUARANTINE = T.StructType(
+    [
+        _f("target_table", _STR, False),
+        _f("run_id", _STR),
+        _f("source_file", _STR, False),
+        _f("line_number", _LONG, False),
+        _f("raw", _STR),
+        _f("reason", _STR, False),
+        _f("check", _STR, False),
+        _f("ingest_id", _STR, False),
+        _f("quarantined_at", _TS, False),
+    ]
+)
+
+# One expectation evaluated on one run's rows of one bronze table.
+CHECK_RESULTS = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("table", _STR, False),
+        _f("expectation", _STR, False),
+        _f("column", _STR),
+        _f("level", _STR, False),
+        _f("success", _BOOL, False),
+        _f("observed_value", _STR),
+        _f("unexpected_count", _LONG),
+        _f("ingest_id", _STR, False),
+        _f("checked_at", _TS, False),
+    ]
+)
+
+# One input file taken in by an ingest, so that the same file (path + content hash) is skipped.
+INGESTED_FILES = T.StructType(
+    [
+        _f("kind", _STR, False),
+        _f("path", _STR, False),
+        _f("content_hash", _STR, False),
+        _f("size_bytes", _LONG, False),
+        _f("records", _LONG, False),
+        _f("accepted", _LONG, False),
+        _f("quarantined", _LONG, False),
+        _f("ingest_id", _STR, False),
+        _f("ingested_at", _TS, False),
+    ]
+)
+
+# ----------------------------------------------------------------------------- silver
+
+MESSAGE_ID = T.StructType([_f("ledger_id", _LONG), _f("entry_id", _LONG), _f("batch_index", _INT)])
+SUBSCRIPTION_DELIVERIES = T.StructType(
+    [
+        _f("subscription", _STR),
+        _f("deliveries", _LONG),
+        _f("first_ts", _TS),
+        _f("last_ts", _TS),
+    ]
+)
+
+# One message (run, topic, partition, producer, seq): its send, ack or nack, copies, deliveries.
+MESSAGE_HISTORY = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("seq", _LONG, False),
+        _f("sent", _BOOL, False),
+        _f("send_ts", _TS),
+        _f("acked", _BOOL, False),
+        _f("ack_ts", _TS),
+        _f("ack_latency_ms", _DBL),
+        _f("ack_id", MESSAGE_ID),
+        _f("nacked", _BOOL, False),
+        _f("nack_ts", _TS),
+        _f("nack_error", _STR),
+        _f("copies", T.ArrayType(MESSAGE_ID, False), False),
+        _f("subscriptions", T.ArrayType(SUBSCRIPTION_DELIVERIES, False), False),
+    ]
+)
+
+# One delivery of a message to a consumer, numbered in that consumer's own order.
+DELIVERY = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("partition", _INT, False),
+        _f("subscription", _STR, False),
+        _f("consumer", _STR, False),
+        _f("producer", _STR, False),
+        _f("seq", _LONG, False),
+        _f("ts", _TS, False),
+        _f("delivery_index", _LONG, False),
+        _f("ledger_id", _LONG),
+        _f("entry_id", _LONG),
+        _f("batch_index", _INT),
+        _f("redelivery_count", _INT, False),
+    ]
+)
+
+# One infrastructure happening (unload, ownership change, ledger recovery, bookie loss, ...).
+INFRA_EVENTS = T.StructType(
+    [
+        _f("event_id", _STR, False),
+        _f("ts", _TS, False),
+        _f("corrected_ts", _TS, False),
+        _f("host", _STR, False),
+        _f("source", _STR, False),
+        _f("event_type", _STR, False),
+        _f("topic", _STR),
+        _f("bundle", _STR),
+        _f("ledger_id", _LONG),
+        _f("bookie", _STR),
+        _f("detail", _STR),
+        _f("raw", _STR),
+        _f("source_file", _STR),
+        _f("line_number", _LONG),
+    ]
+)
+
+# Bookkeeping for incremental runs: the bronze fingerprint a run's silver/gold were built from.
+RUN_STATE = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("input_fingerprint", _STR, False),
+        _f("computed_at", _TS, False),
+    ]
+)
+
+# ----------------------------------------------------------------------------- gold
+
+# Nested fields stay nullable: Delta enforces no NOT NULL inside arrays.
+CAUSE = T.StructType([_f("event_type", _STR), _f("ts", _TS), _f("host", _STR), _f("reason", _STR)])
+
+# One anomaly, or one contiguous block of anomalies of one kind, with a plain explanation.
+ANOMALIES = T.StructType(
+    [
+        _f("anomaly_id", _STR, False),
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("subscription", _STR),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("kind", _STR, False),
+        _f("seq_from", _LONG, False),
+        _f("seq_to", _LONG, False),
+        _f("count", _LONG, False),
+        _f("first_ts", _TS),
+        _f("last_ts", _TS),
+        _f("explanation", _STR, False),
+        _f("causes", T.ArrayType(CAUSE, False), False),
+    ]
+)
+
+# One stretch where a producer had messages in flight and none completed.
+OUTAGES = T.StructType(
+    [
+        _f("outage_id", _STR, False),
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("start", _TS, False),
+        _f("end", _TS, False),
+        _f("duration_ms", _DBL, False),
+        _f("in_flight", _LONG, False),
+        _f("backoff_step", _INT, False),
+        _f("explanation", _STR, False),
+        _f("causes", T.ArrayType(CAUSE, False), False),
+    ]
+)
+
+# One verdict per (run, topic, subscription): the counts and valid = true / false / unknown.
+RUN_SUMMARY = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("subscription", _STR, False),
+        _f("sent", _LONG, False),
+        _f("acked", _LONG, False),
+        _f("nacked", _LONG, False),
+        _f("received", _LONG, False),
+        _f("lost", _LONG, False),
+        _f("unseen", _LONG, False),
+        _f("unacked_received", _LONG, False),
+        _f("duplicated", _LONG, False),
+        _f("redelivered", _LONG, False),
+        _f("out_of_order", _LONG, False),
+        _f("outages", _LONG, False),
+        _f("valid", _STR, False),
+        _f("reasons", T.ArrayType(_STR, False), False),
+    ]
+)
+
+# One E/Qw/Qa configuration with the risk a model learned for it.
+CONFIG_RISK = T.StructType(
+    [
+        _f("ensemble_size", _INT, False),
+        _f("write_quorum", _INT, False),
+        _f("ack_quorum", _INT, False),
+        _f("runs", _LONG, False),
+        _f("failed_runs", _LONG, False),
+        _f("risk", _DBL, False),
+        _f("model_name", _STR, False),
+        _f("model_version", _STR, False),
+        _f("scored_at", _TS, False),
+    ]
+)
+
+# One alert raised for an anomaly or a failed run, and where it was sent.
+ALERTS = T.StructType(
+    [
+        _f("alert_id", _STR, False),
+        _f("run_id", _STR, False),
+        _f("kind", _STR, False),
+        _f("severity", _STR, False),
+        _f("message", _STR, False),
+        _f("created_at", _TS, False),
+        _f("sinks", T.ArrayType(_STR, False), False),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    layer: str
+    name: str
+    schema: T.StructType
+    key: tuple[str, ...] = ()
+
+
+TABLES: dict[str, TableSpec] = {
+    spec.name: spec
+    for spec in [
+        TableSpec("bronze", "producer_events", PRODUCER_EVENTS, ("source_file", "line_number")),
+        TableSpec("bronze", "consumer_events", CONSUMER_EVENTS, ("source_file", "line_number")),
+        TableSpec("bronze", "run_events", RUN_EVENTS, ("source_file", "line_number")),
+        TableSpec("bronze", "broker_log", LOG_LINES, ("source_file", "line_number")),
+        TableSpec("bronze", "bookie_log", LOG_LINES, ("source_file", "line_number")),
+        TableSpec("bronze", "client_log", LOG_LINES, ("source_file", "line_number")),
+        TableSpec("bronze", "zk_changes", ZK_CHANGES, ("source_file", "line_number")),
+        TableSpec(
+            "bronze",
+            "quarantine",
+            QUARANTINE,
+            ("target_table", "source_file", "line_number", "check"),
+        ),
+        TableSpec(
+            "bronze", "check_results", CHECK_RESULTS, ("run_id", "table", "expectation", "column")
+        ),
+        TableSpec("bronze", "ingested_files", INGESTED_FILES, ("kind", "path", "content_hash")),
+        TableSpec(
+            "silver",
+            "message_history",
+            MESSAGE_HISTORY,
+            ("run_id", "topic", "partition", "producer", "seq"),
+        ),
+        TableSpec(
+            "silver",
+            "delivery",
+            DELIVERY,
+            ("run_id", "topic", "partition", "consumer", "delivery_index"),
+        ),
+        TableSpec("silver", "infra_events", INFRA_EVENTS, ("event_id",)),
+        TableSpec("silver", "run_state", RUN_STATE, ("run_id",)),
+        TableSpec("gold", "anomalies", ANOMALIES, ("anomaly_id",)),
+        TableSpec("gold", "outages", OUTAGES, ("outage_id",)),
+        TableSpec("gold", "run_summary", RUN_SUMMARY, ("run_id", "topic", "subscription")),
+        TableSpec(
+            "gold", "config_risk", CONFIG_RISK, ("ensemble_size", "write_quorum", "ack_quorum")
+        ),
+        TableSpec("gold", "alerts", ALERTS, ("alert_id",)),
+    ]
+}
+
+
+def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
+    """Select exactly `schema`'s columns, cast to its types; fail naming missing columns."""
+    missing = [f.name for f in schema.fields if f.name not in df.columns]
+    if missing:
+        raise ValueError(f"missing columns {missing}; present columns are {df.columns}")
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])

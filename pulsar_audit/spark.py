@@ -1,0 +1,59 @@
+"""The Spark session: local with Delta from the jar cache, or the cluster's own on Databricks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pulsar_audit.config import Config
+from pulsar_audit.paths import jars_dir
+
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+class SetupError(RuntimeError):
+    """Something `scripts/setup.sh` should have put in place is missing."""
+
+
+def delta_jars(directory: Path | None = None) -> list[Path]:
+    """The cached Delta jars; fail with what to run when the cache is empty."""
+    directory = directory or jars_dir()
+    jars = sorted(directory.glob("delta-*.jar"))
+    if not any(j.name.startswith("delta-spark") for j in jars):
+        raise SetupError(
+            f"Delta jars not found in {directory} (expected delta-spark_*.jar and "
+            f"delta-storage-*.jar); run `bash scripts/setup.sh` to resolve them with Maven"
+        )
+    return jars
+
+
+def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """Build (or reuse) the session for `config`; local sessions load Delta from the cache."""
+    if config.spark.master is None:
+        active = SparkSession.getActiveSession()
+        if active is None:
+            return SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+        return active
+    jars = ",".join(str(j) for j in delta_jars())
+    builder = (
+        SparkSession.builder.master(config.spark.master)
+        .appName(config.spark.app_name)
+        .config("spark.jars", jars)
+        .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.warehouse.dir", str(config.lakehouse_path / "_warehouse"))
+    )
+    if config.spark.driver_memory:
+        builder = builder.config("spark.driver.memory", config.spark.driver_memory)
+    for key, value in {**DELTA_CONF, **config.spark.conf, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Idempotent setup for a fresh clone: .venv with the package and dev extras, and the JVM
+# jars resolved by Maven into the git-ignored .cache/jars. A second run skips what is done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+python=${PYTHON:-python3.11}
+command -v "$python" >/dev/null || python=python3
+
+stamp_of() { cat "$@" | sha256sum | cut -c1-16; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($python --version)"
+  "$python" -m venv .venv
+fi
+want=$(stamp_of pyproject.toml)
+if [ "$(cat .venv/.pulsar-audit-installed 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing pulsar-audit[dev] into .venv"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  echo "$want" > .venv/.pulsar-audit-installed
+fi
+
+jars="$root/.cache/jars"
+want=$(stamp_of jvm/pom.xml)
+if [ "$(cat "$jars/.resolved" 2>/dev/null)" != "$want" ]; then
+  echo "setup: resolving JVM jars with Maven into .cache/jars"
+  rm -rf "$jars" && mkdir -p "$jars"
+  mvn --batch-mode --quiet -f jvm/pom.xml \
+    -Dmaven.repo.local="$root/.cache/m2" \
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$jars"
+  echo "$want" > "$jars/.resolved"
+fi

@@ -1,0 +1,40 @@
+"""Shared fixtures: one local Spark session with Delta from the jar cache, tables under tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pulsar_audit.config import Config, load_config
+from pulsar_audit.delta_io import Lakehouse
+
+TEST_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+    "spark.driver.memory": "2g",
+}
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    from pulsar_audit.spark import get_spark
+
+    warehouse = tmp_path_factory.mktemp("spark")
+    config = load_config("local", lakehouse=str(warehouse))
+    session = get_spark(config, extra_conf={**TEST_SPARK_CONF, "spark.master": "local[2]"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return load_config("local", lakehouse=str(tmp_path / "lakehouse"))
+
+
+@pytest.fixture
+def lakehouse(spark, config: Config) -> Lakehouse:
+    return Lakehouse(spark, config)
