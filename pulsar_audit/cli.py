@@ -12,16 +12,13 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from pulsar_audit.config import Config, ConfigError, load_config
+from pulsar_audit.config import Config, load_config
+from pulsar_audit.errors import UsageError
 from pulsar_audit.output import format_table, print_json
 
 EXIT_OK, EXIT_ANOMALIES, EXIT_USAGE = 0, 1, 2
 
 log = logging.getLogger("pulsar_audit")
-
-
-class InputError(ValueError):
-    """The input cannot be used at all (missing path, wrong kind of file): exit code 2."""
 
 
 class Context:
@@ -99,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _stage_commands() -> list[Callable[..., None]]:
     """Each stage adds its own subcommands (kept out of this module to keep it small)."""
-    return []
+    from ingest import cli as ingest_cli
+
+    return [ingest_cli.register]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,16 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(Context(args))
-    except (ConfigError, InputError) as exc:
+    except UsageError as exc:
         print(f"pulsar-audit {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:  # setup problems are usage errors too: name the fix
-        from pulsar_audit.spark import SetupError
-
-        if isinstance(exc, SetupError):
-            print(f"pulsar-audit {args.command}: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        raise
 
 
 if __name__ == "__main__":

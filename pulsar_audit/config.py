@@ -9,14 +9,12 @@ from typing import Any, get_type_hints
 
 import yaml
 
+from pulsar_audit.errors import ConfigError
+
 ENV_VAR = "PULSAR_AUDIT_ENV"
 CONF_DIR_VAR = "PULSAR_AUDIT_CONF_DIR"
 DEFAULT_ENV = "local"
 LAYERS = ("bronze", "silver", "gold")
-
-
-class ConfigError(ValueError):
-    """The configuration is missing, malformed or names unknown keys (CLI exit code 2)."""
 
 
 @dataclass(frozen=True)

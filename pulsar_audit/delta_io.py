@@ -122,15 +122,28 @@ class Lakehouse:
         )
 
     def replace_runs(self, table: str, df: DataFrame, run_ids: list[str]) -> None:
-        """Atomically replace every row of `run_ids` with `df` (one Delta commit).
+        """Atomically replace every row of `run_ids` with `df` (one Delta commit)."""
+        self.replace_where(table, df, {"run_id": run_ids})
 
-        Delta refuses the write if `df` holds a row outside those runs.
+    def replace_where(self, table: str, df: DataFrame, match: dict[str, list[str]]) -> None:
+        """Atomically replace the rows whose columns hold the given values with `df`.
+
+        match: column → values (ANDed across columns). Delta refuses the write if `df`
+        holds a row outside the match, so a job can only replace what it owns.
         """
         self.create(table)
-        if not run_ids:
+        if not match:
+            raise ValueError("replace_where needs at least one column to match")
+        if any(not values for values in match.values()):
             return
-        predicate = f"run_id IN ({', '.join(sql_string_literal(r) for r in sorted(run_ids))})"
         columns = self.spec(table).schema.fieldNames()
+        unknown = [c for c in match if c not in columns]
+        if unknown:
+            raise ValueError(f"{table} has no columns {unknown}; columns are {columns}")
+        predicate = " AND ".join(
+            f"`{column}` IN ({', '.join(sql_string_literal(v) for v in sorted(set(values)))})"
+            for column, values in match.items()
+        )
         writer = (
             df.select(*columns)
             .write.format("delta")

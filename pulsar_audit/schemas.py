@@ -322,6 +322,7 @@ RUN_SUMMARY = T.StructType(
         _f("redelivered", _LONG, False),
         _f("out_of_order", _LONG, False),
         _f("outages", _LONG, False),
+        _f("unattributed", _LONG, False),
         _f("valid", _STR, False),
         _f("reasons", T.ArrayType(_STR, False), False),
     ]

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from pulsar_audit.config import Config
+from pulsar_audit.errors import SetupError
 from pulsar_audit.paths import jars_dir
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
-
-
-class SetupError(RuntimeError):
-    """Something `scripts/setup.sh` should have put in place is missing."""
 
 
 def delta_jars(directory: Path | None = None) -> list[Path]:
@@ -39,6 +37,8 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
             return SparkSession.builder.appName(config.spark.app_name).getOrCreate()
         return active
     jars = ",".join(str(j) for j in delta_jars())
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log_conf = Path(__file__).with_name("log4j2.properties")
     builder = (
         SparkSession.builder.master(config.spark.master)
         .appName(config.spark.app_name)
@@ -49,6 +49,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.warehouse.dir", str(config.lakehouse_path / "_warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_conf}")
     )
     if config.spark.driver_memory:
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)

@@ -1,0 +1,82 @@
+"""A quiet, in-memory Great Expectations context that validates Spark DataFrames."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import great_expectations as gx
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What GX said of one expectation."""
+
+    name: str
+    expectation: str
+    column: str | None
+    success: bool
+    unexpected_count: int | None
+    observed_value: Any
+    unexpected_index: list[dict[str, Any]]
+
+
+@lru_cache(maxsize=1)
+def _context() -> Any:
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("great_expectations"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+def validate(
+    df: DataFrame, suite_name: str, expectations: list[Any], index_columns: list[str] | None = None
+) -> list[Outcome]:
+    """Validate `df` against `expectations`; each expectation names itself in meta["rule"].
+
+    index_columns: with these, failing rows are listed by them (use only on small frames).
+    """
+    context = _context()
+    source = context.data_sources.add_or_update_spark(f"spark_{suite_name}")
+    asset = source.add_dataframe_asset(suite_name)
+    batch = asset.add_batch_definition_whole_dataframe("whole").get_batch(
+        batch_parameters={"dataframe": df}
+    )
+    suite = gx.ExpectationSuite(name=suite_name, expectations=expectations)
+    result_format: dict[str, Any] = {"result_format": "SUMMARY"}
+    if index_columns:
+        result_format = {
+            "result_format": "COMPLETE",
+            "unexpected_index_column_names": index_columns,
+        }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = batch.validate(suite, result_format=result_format)
+    outcomes = []
+    for item in result.results:
+        config = item.expectation_config
+        kwargs = config.kwargs
+        outcomes.append(
+            Outcome(
+                name=(config.meta or {}).get("rule", config.type),
+                expectation=config.type,
+                column=kwargs.get("column") or kwargs.get("column_A"),
+                success=bool(item.success),
+                unexpected_count=item.result.get("unexpected_count"),
+                observed_value=item.result.get("observed_value"),
+                unexpected_index=list(item.result.get("unexpected_index_list") or []),
+            )
+        )
+        if item.exception_info and item.exception_info.get("raised_exception"):
+            raise RuntimeError(
+                f"GX could not evaluate {config.type} on {suite_name}: "
+                f"{item.exception_info.get('exception_message')}"
+            )
+    return outcomes

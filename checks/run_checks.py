@@ -1,0 +1,28 @@
+"""Table-level checks of the runs an ingest touched, written to bronze.check_results."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import functions as F
+
+from checks.tables import check_runs, check_schemas, run_metrics
+from pulsar_audit.delta_io import Lakehouse
+
+EVENT_TABLES = ("producer_events", "consumer_events", "run_events")
+
+
+def check_ingested_runs(
+    lakehouse: Lakehouse, run_ids: list[str], ingest_id: str, at: datetime
+) -> None:
+    """Re-judge every table-level expectation for `run_ids` over all of their bronze rows."""
+    if not run_ids:
+        return
+    in_runs = F.col("run_id").isin(run_ids)
+    tables = {name: lakehouse.read(name) for name in EVENT_TABLES}
+    schemas_ok = check_schemas(tables)
+    producer, consumer, run = (tables[name].filter(in_runs) for name in EVENT_TABLES)
+    quarantine = lakehouse.read("quarantine").filter(in_runs)
+    metrics = run_metrics(producer, consumer, run, quarantine)
+    results = check_runs(lakehouse.spark, metrics, schemas_ok, ingest_id, at)
+    lakehouse.replace_where("check_results", results, {"run_id": run_ids, "level": ["table"]})

@@ -1,0 +1,196 @@
+"""Table-level checks per run: can this run's bronze support a verdict at all?
+
+Relational facts (an ack without its send, a receive of a message never sent, a repeated
+event_index, quarantined records) are aggregated per run in Spark, then GX judges the small
+per-run frame. A failed expectation makes the run "unknown" for every later stage.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import great_expectations.expectations as gxe
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from checks.gx import validate
+from pulsar_audit.schemas import CHECK_RESULTS, TABLES
+
+_MESSAGE = ["run_id", "topic", "partition", "producer", "seq"]
+
+# metric → (table it speaks for, minimum allowed, maximum allowed, meaning)
+TABLE_METRICS: dict[str, tuple[str, int, int | None, str]] = {
+    "sends": ("producer_events", 1, None, "the run has at least one send"),
+    "orphan_acks": ("producer_events", 0, 0, "acks and nacks without a send of that message"),
+    "duplicate_producer_event_index": (
+        "producer_events",
+        0,
+        0,
+        "producer events sharing (run, client, event_index)",
+    ),
+    "quarantined_producer_records": ("producer_events", 0, 0, "producer records quarantined"),
+    "receives_never_sent": ("consumer_events", 0, 0, "receives of messages never sent"),
+    "unresolved_producer": (
+        "consumer_events",
+        0,
+        0,
+        "receives without producer on a topic with several producers",
+    ),
+    "duplicate_consumer_event_index": (
+        "consumer_events",
+        0,
+        0,
+        "consumer events sharing (run, client, event_index)",
+    ),
+    "quarantined_consumer_records": ("consumer_events", 0, 0, "consumer records quarantined"),
+    "conflicting_configs": ("run_events", 0, 0, "config events that disagree with each other"),
+    "quarantined_run_records": ("run_events", 0, 0, "run records quarantined"),
+}
+
+
+def _count_where(condition: Column, name: str) -> Column:
+    return F.sum(F.when(condition, 1).otherwise(0)).cast("long").alias(name)
+
+
+def _duplicate_event_index(events: DataFrame, name: str) -> DataFrame:
+    keyed = events.filter(F.col("event_index").isNotNull())
+    return (
+        keyed.groupBy("run_id", "client", "event_index")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .groupBy("run_id")
+        .agg(_count_where(F.col("n") > 1, name))
+    )
+
+
+def with_resolved_producer(receives: DataFrame, producers: DataFrame) -> DataFrame:
+    """Fill a receive's missing `producer` when its (run, topic) has exactly one producer."""
+    sole = (
+        producers.groupBy("run_id", "topic")
+        .agg(F.countDistinct("client").alias("_producers"), F.min("client").alias("_sole"))
+        .select("run_id", "topic", F.when(F.col("_producers") == 1, F.col("_sole")).alias("_sole"))
+    )
+    return (
+        receives.join(sole, on=["run_id", "topic"], how="left")
+        .withColumn("producer", F.coalesce("producer", "_sole"))
+        .drop("_sole")
+    )
+
+
+def run_metrics(
+    producer: DataFrame, consumer: DataFrame, run: DataFrame, quarantine: DataFrame
+) -> DataFrame:
+    """One row per run with every metric of TABLE_METRICS (inputs already filtered to the runs)."""
+    sends = (
+        producer.filter(F.col("event") == "send")
+        .select(*_MESSAGE[:3], F.col("client").alias("producer"), "seq")
+        .distinct()
+    )
+    completions = producer.filter(F.col("event").isin("ack", "nack")).select(
+        *_MESSAGE[:3], F.col("client").alias("producer"), "seq"
+    )
+    receives = with_resolved_producer(consumer.filter(F.col("event") == "receive"), producer)
+    orphan = (
+        completions.join(sends, on=_MESSAGE, how="left_anti")
+        .groupBy("run_id")
+        .agg(F.count(F.lit(1)).alias("orphan_acks"))
+    )
+    resolved = receives.filter(F.col("producer").isNotNull())
+    never_sent = (
+        resolved.join(sends, on=_MESSAGE, how="left_anti")
+        .groupBy("run_id")
+        .agg(F.count(F.lit(1)).alias("receives_never_sent"))
+    )
+    unresolved = receives.groupBy("run_id").agg(
+        _count_where(F.col("producer").isNull(), "unresolved_producer")
+    )
+    config_cols = ["ensemble_size", "write_quorum", "ack_quorum", "deduplication"]
+    configs = (
+        run.filter(F.col("event") == "config")
+        .groupBy("run_id")
+        .agg(
+            (F.countDistinct(F.struct(*config_cols)) - 1).cast("long").alias("conflicting_configs")
+        )
+    )
+    quarantined = quarantine.groupBy("run_id").agg(
+        *[
+            _count_where(F.col("target_table") == f"{kind}_events", f"quarantined_{kind}_records")
+            for kind in ("producer", "consumer", "run")
+        ]
+    )
+    parts = [
+        producer.groupBy("run_id").agg(_count_where(F.col("event") == "send", "sends")),
+        orphan,
+        _duplicate_event_index(producer, "duplicate_producer_event_index"),
+        never_sent,
+        unresolved,
+        _duplicate_event_index(consumer, "duplicate_consumer_event_index"),
+        configs,
+        quarantined,
+    ]
+    runs = producer.select("run_id").union(consumer.select("run_id")).union(run.select("run_id"))
+    metrics = runs.union(quarantine.select("run_id")).distinct()
+    for part in parts:
+        metrics = metrics.join(part, on="run_id", how="left")
+    return metrics.select(
+        "run_id", *[F.coalesce(F.col(m), F.lit(0)).cast("long").alias(m) for m in TABLE_METRICS]
+    )
+
+
+def _expectations() -> list[gxe.Expectation]:
+    return [
+        gxe.ExpectColumnValuesToBeBetween(
+            column=metric, min_value=low, max_value=high, meta={"rule": metric}
+        )
+        for metric, (_, low, high, _) in TABLE_METRICS.items()
+    ]
+
+
+def check_runs(
+    spark: SparkSession,
+    metrics: DataFrame,
+    schemas_ok: dict[str, bool],
+    ingest_id: str,
+    at: datetime,
+) -> DataFrame:
+    """GX judges the per-run metrics; one check_results row per (run, metric), level 'table'.
+
+    schemas_ok: per bronze table, whether its columns match the contract (see check_schemas);
+    a mismatch fails every run. `metrics` has one row per run: collecting it is small.
+    """
+    rows = metrics.collect()
+    judged = spark.createDataFrame(rows, metrics.schema)  # lineage cut: GX scans it per metric
+    outcomes = validate(judged, "run_tables", _expectations(), index_columns=["run_id"])
+    failed = {o.name: {i["run_id"] for i in o.unexpected_index} for o in outcomes}
+    results = [
+        (
+            row["run_id"],
+            TABLE_METRICS[metric][0],
+            metric,
+            None,
+            "table",
+            row["run_id"] not in failed[metric],
+            str(row[metric]),
+            None,
+            ingest_id,
+            at,
+        )
+        for row in rows
+        for metric in TABLE_METRICS
+    ]
+    results += [
+        (row["run_id"], table, "schema", None, "table", ok, None, None, ingest_id, at)
+        for row in rows
+        for table, ok in schemas_ok.items()
+    ]
+    return spark.createDataFrame(results, CHECK_RESULTS)
+
+
+def check_schemas(tables: dict[str, DataFrame]) -> dict[str, bool]:
+    """Whether each bronze table's columns match its contract, in order."""
+    outcomes = {}
+    for name, df in tables.items():
+        expectation = gxe.ExpectTableColumnsToMatchOrderedList(
+            column_list=TABLES[name].schema.fieldNames(), meta={"rule": "schema"}
+        )
+        outcomes[name] = validate(df.limit(0), f"{name}_schema", [expectation])[0].success
+    return outcomes

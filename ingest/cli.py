@@ -1,0 +1,49 @@
+"""`pulsar-audit ingest ...` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pulsar_audit.cli import EXIT_OK, Context
+from pulsar_audit.output import format_table
+
+
+def terminal_progress(ctx: Context):  # noqa: ANN201 - returns a progress callback or None
+    """Progress lines on stderr, only when it is a terminal and the output is not JSON."""
+    if getattr(ctx.args, "json", False) or not sys.stderr.isatty():
+        return None
+    return lambda message: print(f"\r{message}", end="", file=sys.stderr, flush=True)
+
+
+def cmd_ingest_traces(ctx: Context) -> int:
+    from ingest.traces import ingest_traces
+
+    report = ingest_traces(ctx.lakehouse, ctx.args.path, terminal_progress(ctx))
+    if terminal_progress(ctx):
+        print(file=sys.stderr)
+    result = report.as_dict()
+    ctx.emit(result, _ingest_text)
+    return EXIT_OK
+
+
+def _ingest_text(result: dict) -> str:
+    if result["files"] == 0:
+        return f"nothing new: {result['skipped_files']} files already ingested, 0 rows added"
+    table = format_table([result], ["files", "skipped_files", "records", "accepted", "quarantined"])
+    return f"{table}\nruns: {', '.join(result['runs']) or '(none)'}"
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    ingest = sub.add_parser("ingest", help="load outside data into bronze tables")
+    kinds = ingest.add_subparsers(dest="kind", metavar="KIND", required=True)
+    traces = kinds.add_parser(
+        "traces",
+        parents=[common],
+        help="load trace files (JSONL, optionally gzip) under PATH",
+        description="Load every new trace file (*.jsonl, *.jsonl.gz) under PATH into bronze; "
+        "refused records go to bronze.quarantine with the reason. Files already ingested "
+        "(same path and content) are skipped.",
+    )
+    traces.add_argument("path", metavar="PATH", help="a trace file or a folder of them")
+    traces.set_defaults(handler=cmd_ingest_traces)

@@ -1,0 +1,17 @@
+"""Errors that end a command with exit code 2, each naming what is wrong and what was expected."""
+
+
+class UsageError(ValueError):
+    """Base of every error the CLI reports as exit code 2."""
+
+
+class ConfigError(UsageError):
+    """The configuration is missing, malformed or names unknown keys."""
+
+
+class InputError(UsageError):
+    """The input cannot be used at all (missing path, wrong kind of file)."""
+
+
+class SetupError(UsageError):
+    """Something `scripts/setup.sh` should have put in place is missing."""

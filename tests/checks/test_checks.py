@@ -1,0 +1,149 @@
+"""Checks: row rules agree between GX and Spark; table-level metrics name the failing runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import functions as F
+
+from checks.gate import gate_rows
+from checks.tables import TABLE_METRICS, check_runs, run_metrics
+from pulsar_audit.schemas import CONSUMER_EVENTS, PRODUCER_EVENTS, QUARANTINE, RUN_EVENTS
+
+AT = datetime(2025, 3, 4, 10, 15, 30)
+LINEAGE = ("f.jsonl", 1, "ingest-1", AT)
+
+
+def producer(spark, rows):
+    """rows: (run_id, client, event, seq, ledger_id, event_index)"""
+    full = [
+        (
+            r,
+            "t",
+            -1,
+            c,
+            e,
+            AT,
+            ei,
+            s,
+            lid,
+            None if lid is None else 0,
+            None,
+            None,
+            {},
+            "f",
+            n,
+            "i",
+            AT,
+        )
+        for n, (r, c, e, s, lid, ei) in enumerate(rows)
+    ]
+    return spark.createDataFrame(full, PRODUCER_EVENTS)
+
+
+def consumer(spark, rows):
+    """rows: (run_id, client, event, producer, seq, event_index)"""
+    full = [
+        (r, "t", -1, c, e, AT, ei, "sub", p, s, 1, 0, -1, 0, {}, "f", n, "i", AT)
+        for n, (r, c, e, p, s, ei) in enumerate(rows)
+    ]
+    return spark.createDataFrame(full, CONSUMER_EVENTS)
+
+
+def runs(spark, rows=()):
+    return spark.createDataFrame(list(rows), RUN_EVENTS)
+
+
+def test_gate_on_empty_batch_passes_nothing_and_quarantines_nothing(spark):
+    gate = gate_rows(producer(spark, []).withColumn("raw", F.lit("{}")), "producer_events", "i", AT)
+    assert gate.passed.count() == 0 and gate.quarantined.count() == 0
+    assert all(o.success for o in gate.outcomes)
+
+
+def test_gate_quarantines_exactly_the_rows_gx_counts(spark):
+    rows = [
+        ("r1", "p", "send", 1, None, 0),
+        ("r1", "p", "ack", 1, 12, 1),
+        ("r1", "p", "ack", 2, None, 2),
+        ("r2", "p", "ack", 3, -2, 0),
+    ]
+    df = producer(spark, rows).withColumn("raw", F.concat(F.lit("line "), F.col("line_number")))
+    gate = gate_rows(df, "producer_events", "i", AT)
+    failed = {o.name: o.unexpected_count for o in gate.outcomes if not o.success}
+    assert failed == {
+        "ack_has_ledger_id": 1,
+        "ack_has_entry_id": 1,
+        "ledger_id_at_least_minus_one": 1,
+    }
+    got = sorted((r.line_number, r.check) for r in gate.quarantined.collect())
+    assert got == [(2, "ack_has_ledger_id,ack_has_entry_id"), (3, "ledger_id_at_least_minus_one")]
+    assert gate.passed.count() == 2
+    per_run = {
+        (r.run_id, r.expectation): r.unexpected_count
+        for r in gate.check_results.collect()
+        if not r.success
+    }
+    assert per_run == {
+        ("r1", "ack_has_ledger_id"): 1,
+        ("r1", "ack_has_entry_id"): 1,
+        ("r2", "ledger_id_at_least_minus_one"): 1,
+    }
+
+
+def _metrics(spark, prod, cons, quarantine_rows=()):
+    quarantine = spark.createDataFrame(list(quarantine_rows), QUARANTINE)
+    return {
+        r.run_id: r.asDict() for r in run_metrics(prod, cons, runs(spark), quarantine).collect()
+    }
+
+
+def test_metrics_of_a_clean_run_are_all_zero_but_sends(spark):
+    prod = producer(spark, [("r1", "p", "send", 1, None, 0), ("r1", "p", "ack", 1, 5, 1)])
+    cons = consumer(spark, [("r1", "c", "receive", None, 1, 0), ("r1", "c", "end", None, None, 1)])
+    got = _metrics(spark, prod, cons)["r1"]
+    assert got == {"run_id": "r1", **{m: 0 for m in TABLE_METRICS}, "sends": 1}
+
+
+def test_metrics_find_orphans_unsent_receives_repeated_indexes_and_unresolved(spark):
+    prod = producer(
+        spark,
+        [
+            ("r1", "p", "send", 1, None, 0),
+            ("r1", "p", "ack", 9, 5, 0),
+            ("r2", "p", "send", 1, None, 0),
+            ("r2", "q", "send", 1, None, 0),
+        ],
+    )
+    cons = consumer(
+        spark,
+        [
+            ("r1", "c", "receive", "p", 7, 0),
+            ("r1", "c", "receive", None, 1, 0),
+            ("r2", "c", "receive", None, 1, 0),
+        ],
+    )
+    quarantined = [("consumer_events", "r2", "f", 9, "{}", "bad", "x", "i", AT)]
+    got = _metrics(spark, prod, cons, quarantined)
+    assert {k: v for k, v in got["r1"].items() if v and k != "run_id"} == {
+        "sends": 1,
+        "orphan_acks": 1,
+        "duplicate_producer_event_index": 1,
+        "receives_never_sent": 1,
+        "duplicate_consumer_event_index": 1,
+    }
+    assert {k: v for k, v in got["r2"].items() if v and k != "run_id"} == {
+        "sends": 2,
+        "unresolved_producer": 1,
+        "quarantined_consumer_records": 1,
+    }
+
+
+def test_check_runs_fails_only_the_broken_run(spark):
+    prod = producer(spark, [("ok", "p", "send", 1, None, 0), ("bad", "p", "ack", 1, 5, 0)])
+    quarantine = spark.createDataFrame([], QUARANTINE)
+    metrics = run_metrics(prod, consumer(spark, []), runs(spark), quarantine)
+    results = check_runs(spark, metrics, {"producer_events": True}, "i", AT).collect()
+    failed = sorted((r.run_id, r.expectation) for r in results if not r.success)
+    assert failed == [("bad", "orphan_acks"), ("bad", "sends")]
+    assert {r.level for r in results} == {"table"}
+    assert len(results) == 2 * (len(TABLE_METRICS) + 1)
