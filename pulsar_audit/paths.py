@@ -15,3 +15,8 @@ def cache_dir() -> Path:
 
 def jars_dir() -> Path:
     return cache_dir() / "jars"
+
+
+def pulsar_lib_dir() -> Path:
+    """Apache Pulsar server jars (and ZooKeeper's), resolved by scripts/setup.sh."""
+    return cache_dir() / "pulsar" / "lib"

@@ -31,3 +31,15 @@ if [ "$(cat "$jars/.resolved" 2>/dev/null)" != "$want" ]; then
     dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$jars"
   echo "$want" > "$jars/.resolved"
 fi
+
+pulsar_lib="$root/.cache/pulsar/lib"
+want=$(stamp_of jvm/pulsar/pom.xml)
+if [ "$(cat "$pulsar_lib/.resolved" 2>/dev/null)" != "$want" ]; then
+  echo "setup: resolving Apache Pulsar server jars with Maven into .cache/pulsar/lib"
+  rm -rf "$pulsar_lib" && mkdir -p "$pulsar_lib"
+  mvn --batch-mode --quiet -f jvm/pulsar/pom.xml \
+    -Dmaven.repo.local="$root/.cache/m2" \
+    dependency:copy-dependencies -DincludeScope=runtime -Dmdep.prependGroupId=true \
+    -DoutputDirectory="$pulsar_lib"
+  echo "$want" > "$pulsar_lib/.resolved"
+fi
