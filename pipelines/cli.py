@@ -1,0 +1,128 @@
+"""`pulsar-audit analyze | pipeline | summary`: the main job and its scheduled stages."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pulsar_audit.cli import EXIT_ANOMALIES, EXIT_OK, Context
+from pulsar_audit.output import format_table
+
+RUN_COLUMNS = [
+    "run_id",
+    "topic",
+    "subscription",
+    "sent",
+    "acked",
+    "nacked",
+    "received",
+    "lost",
+    "unseen",
+    "unacked_received",
+    "duplicated",
+    "redelivered",
+    "out_of_order",
+    "valid",
+]
+OUTAGE_COLUMNS = [
+    "run_id",
+    "topic",
+    "partition",
+    "producer",
+    "start",
+    "end",
+    "duration_ms",
+    "backoff_step",
+]
+MAX_EXPLANATIONS = 20
+
+
+def render(result: dict[str, Any], anomalies: list[dict[str, Any]]) -> str:
+    """The people's view of an analyze/summary result: runs, outages, explained anomalies."""
+    parts = []
+    if "ingest" in result:
+        parts.append("ingest\n" + format_table([result["ingest"]]))
+    parts.append("runs\n" + format_table(result["runs"], RUN_COLUMNS))
+    parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
+    if anomalies:
+        lines = [f"- [{a['run_id']}] {a['kind']}: {a['explanation']}" for a in anomalies]
+        more = len(lines) - MAX_EXPLANATIONS
+        lines = lines[:MAX_EXPLANATIONS] + ([f"... and {more} more"] if more > 0 else [])
+        parts.append("anomalies\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _exit_code(ctx: Context, result: dict[str, Any], anomalies: list[dict[str, Any]]) -> int:
+    """1 when asked to fail on anomalies and a run has one or is not known to be valid."""
+    if not getattr(ctx.args, "fail_on_anomaly", False):
+        return EXIT_OK
+    failing = anomalies or any(run["valid"] != "true" for run in result["runs"])
+    return EXIT_ANOMALIES if failing else EXIT_OK
+
+
+def _anomalies(ctx: Context) -> list[dict[str, Any]]:
+    from pipelines.summary import anomaly_rows
+
+    return anomaly_rows(ctx.lakehouse)
+
+
+def cmd_analyze(ctx: Context) -> int:
+    from ingest.cli import terminal_progress
+    from pulsar_audit.jobs import analyze
+
+    result = analyze(ctx.lakehouse, ctx.config, ctx.args.path, terminal_progress(ctx))
+    anomalies = _anomalies(ctx)
+    ctx.emit(result, lambda r: render(r, anomalies))
+    return _exit_code(ctx, result, anomalies)
+
+
+def cmd_pipeline(ctx: Context) -> int:
+    from pipelines.job import run_pipeline
+
+    runs = run_pipeline(ctx.lakehouse, ctx.config, ctx.args.run or None)
+    ctx.emit(
+        {"recomputed": runs},
+        lambda r: (
+            f"recomputed {len(runs)} run(s): {', '.join(runs)}"
+            if runs
+            else "no run changed since the last computation"
+        ),
+    )
+    return EXIT_OK
+
+
+def cmd_summary(ctx: Context) -> int:
+    from pipelines.summary import summary_report
+
+    result = summary_report(ctx.lakehouse, ctx.args.run or None)
+    anomalies = _anomalies(ctx)
+    ctx.emit(result, lambda r: render(r, anomalies))
+    return _exit_code(ctx, result, anomalies)
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    fail = argparse.ArgumentParser(add_help=False)
+    fail.add_argument(
+        "--fail-on-anomaly",
+        action="store_true",
+        help="exit 1 if any run has an anomaly or is not known to be valid",
+    )
+    p = sub.add_parser(
+        "analyze",
+        parents=[common, fail],
+        help="main job: ingest, check and analyze traces",
+        description="Ingest the trace files under PATH, run the checks and the pipeline, and "
+        "print per (run, topic, subscription) the counts and the outages of every run.",
+    )
+    p.add_argument("path", metavar="PATH", help="a trace file or a folder of them")
+    p.set_defaults(handler=cmd_analyze)
+    p = sub.add_parser(
+        "pipeline", parents=[common], help="recompute silver and gold for changed runs"
+    )
+    p.add_argument(
+        "--run", action="append", metavar="RUN_ID", help="recompute this run (repeatable)"
+    )
+    p.set_defaults(handler=cmd_pipeline)
+    p = sub.add_parser("summary", parents=[common, fail], help="print the verdicts in gold")
+    p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
+    p.set_defaults(handler=cmd_summary)
