@@ -10,3 +10,7 @@ test: setup
 
 lint: setup
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+# The main job on the embedded default (local Spark, ./lakehouse): the committed example traces.
+analyze: setup
+	.venv/bin/pulsar-audit analyze examples --env local
