@@ -52,11 +52,14 @@ def render(result: dict[str, Any], anomalies: list[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def _exit_code(ctx: Context, result: dict[str, Any], anomalies: list[dict[str, Any]]) -> int:
-    """1 when asked to fail on anomalies and a run has one or is not known to be valid."""
+def _exit_code(ctx: Context, result: dict[str, Any]) -> int:
+    """1 when asked to fail on anomalies and a run is invalid or cannot be judged.
+
+    Informational findings (unacked_received, redelivery) alone do not fail a run.
+    """
     if not getattr(ctx.args, "fail_on_anomaly", False):
         return EXIT_OK
-    failing = anomalies or any(run["valid"] != "true" for run in result["runs"])
+    failing = any(run["valid"] != "true" for run in result["runs"])
     return EXIT_ANOMALIES if failing else EXIT_OK
 
 
@@ -73,7 +76,7 @@ def cmd_analyze(ctx: Context) -> int:
     result = analyze(ctx.lakehouse, ctx.config, ctx.args.path, terminal_progress(ctx))
     anomalies = _anomalies(ctx)
     ctx.emit(result, lambda r: render(r, anomalies))
-    return _exit_code(ctx, result, anomalies)
+    return _exit_code(ctx, result)
 
 
 def cmd_pipeline(ctx: Context) -> int:
@@ -97,7 +100,7 @@ def cmd_summary(ctx: Context) -> int:
     result = summary_report(ctx.lakehouse, ctx.args.run or None)
     anomalies = _anomalies(ctx)
     ctx.emit(result, lambda r: render(r, anomalies))
-    return _exit_code(ctx, result, anomalies)
+    return _exit_code(ctx, result)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

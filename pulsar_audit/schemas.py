@@ -253,6 +253,17 @@ INFRA_EVENTS = T.StructType(
     ]
 )
 
+# One host's clock offset from the clients' clock, estimated from events seen on both sides.
+CLOCK_OFFSETS = T.StructType(
+    [
+        _f("host", _STR, False),
+        _f("offset_ms", _DBL, False),
+        _f("matches", _LONG, False),
+        _f("spread_ms", _DBL, False),
+        _f("pairings", _STR, False),
+    ]
+)
+
 # Bookkeeping for incremental runs: the bronze fingerprint a run's silver/gold were built from.
 RUN_STATE = T.StructType(
     [
@@ -398,6 +409,7 @@ TABLES: dict[str, TableSpec] = {
             ("run_id", "topic", "partition", "consumer", "delivery_index"),
         ),
         TableSpec("silver", "infra_events", INFRA_EVENTS, ("event_id",)),
+        TableSpec("silver", "clock_offsets", CLOCK_OFFSETS, ("host",)),
         TableSpec("silver", "run_state", RUN_STATE, ("run_id",)),
         TableSpec("gold", "anomalies", ANOMALIES, ("anomaly_id",)),
         TableSpec("gold", "outages", OUTAGES, ("outage_id",)),

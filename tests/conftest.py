@@ -16,6 +16,11 @@ TEST_SPARK_CONF = {
     "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
     "spark.driver.memory": "2g",
+    # Tests run many tiny multi-stage plans: adaptive execution and code generation only add
+    # overhead there (about half of each test's time).
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 

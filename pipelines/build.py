@@ -1,0 +1,96 @@
+"""Bronze → silver → gold as pure DataFrame transforms (no I/O): what the job and tests run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from pipelines.detectors import detect_anomalies
+from pipelines.duplicates import run_deduplication
+from pipelines.outages import detect_outages
+from pipelines.silver import (
+    build_delivery,
+    build_message_history,
+    count_unattributed,
+    resolve_receives,
+    subscriptions,
+)
+from pipelines.verdict import summarize
+from pulsar_audit.config import PipelineConfig
+
+
+@dataclass(frozen=True)
+class Bronze:
+    """The bronze tables the pipeline reads (already checked by `checks/`)."""
+
+    producer_events: DataFrame
+    consumer_events: DataFrame
+    run_events: DataFrame
+    check_results: DataFrame
+
+    def for_runs(self, run_ids: list[str]) -> Bronze:
+        """Only the rows of `run_ids`."""
+        return Bronze(*(df.filter(df["run_id"].isin(run_ids)) for df in self.tables()))
+
+    def tables(self) -> tuple[DataFrame, ...]:
+        return (self.producer_events, self.consumer_events, self.run_events, self.check_results)
+
+
+@dataclass(frozen=True)
+class Silver:
+    message_history: DataFrame
+    delivery: DataFrame
+
+
+@dataclass(frozen=True)
+class Gold:
+    anomalies: DataFrame
+    outages: DataFrame
+    run_summary: DataFrame
+
+
+def build_silver(bronze: Bronze) -> Silver:
+    """silver.delivery and silver.message_history from bronze events."""
+    receives = resolve_receives(bronze.consumer_events, bronze.producer_events)
+    delivery = build_delivery(receives)
+    return Silver(build_message_history(bronze.producer_events, delivery), delivery)
+
+
+def build_findings(
+    bronze: Bronze, silver: Silver, pipeline: PipelineConfig
+) -> tuple[DataFrame, DataFrame]:
+    """gold.anomalies and gold.outages (detectors leave `causes` empty for correlation)."""
+    anomalies = detect_anomalies(
+        silver.message_history,
+        silver.delivery,
+        subscriptions(bronze.consumer_events, bronze.producer_events),
+        run_deduplication(bronze.run_events),
+    )
+    return anomalies, detect_outages(bronze.producer_events, pipeline)
+
+
+def build_summary(
+    bronze: Bronze, silver: Silver, anomalies: DataFrame, outages: DataFrame
+) -> DataFrame:
+    """gold.run_summary from silver, the findings and bronze's run config and checks."""
+    unattributed = count_unattributed(
+        resolve_receives(bronze.consumer_events, bronze.producer_events)
+    )
+    return summarize(
+        silver.message_history,
+        silver.delivery,
+        anomalies,
+        outages,
+        subscriptions(bronze.consumer_events, bronze.producer_events),
+        unattributed,
+        run_deduplication(bronze.run_events),
+        bronze.check_results,
+    )
+
+
+def build_gold(bronze: Bronze, silver: Silver, pipeline: PipelineConfig) -> Gold:
+    """gold.anomalies, gold.outages and gold.run_summary in one go (the job writes the
+    findings first and summarizes what it wrote)."""
+    anomalies, outages = build_findings(bronze, silver, pipeline)
+    return Gold(anomalies, outages, build_summary(bronze, silver, anomalies, outages))

@@ -1,0 +1,124 @@
+"""The duplicated-write detector: delivered messages stored under two or more MessageIds."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.common import (
+    BLOCK_KEY,
+    MESSAGE_KEY,
+    from_producer,
+    plural,
+    seq_range,
+    to_anomalies,
+    was_or_were,
+    with_seq_block,
+)
+
+SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
+
+
+def run_deduplication(run_events: DataFrame) -> DataFrame:
+    """(run_id, deduplication): true when a config event of the run says deduplication is on."""
+    return (
+        run_events.filter(F.col("event") == "config")
+        .groupBy("run_id")
+        .agg(F.bool_or(F.coalesce("deduplication", F.lit(False))).alias("deduplication"))
+    )
+
+
+def _copy_text() -> Column:
+    """Where copy k of a block lies: 'ledger 12 entries 5–9' or 'ledgers 12–14 (12:5 to 14:1)'."""
+    lo, hi = F.col("lowest"), F.col("highest")
+    one_ledger = F.when(
+        lo["entry_id"] == hi["entry_id"],
+        F.format_string("ledger %d entry %d", lo["ledger_id"], lo["entry_id"]),
+    ).otherwise(
+        F.format_string("ledger %d entries %d–%d", lo["ledger_id"], lo["entry_id"], hi["entry_id"])
+    )
+    several = F.format_string(
+        "ledgers %d–%d (%d:%d to %d:%d)",
+        lo["ledger_id"],
+        hi["ledger_id"],
+        lo["ledger_id"],
+        lo["entry_id"],
+        hi["ledger_id"],
+        hi["entry_id"],
+    )
+    where = F.when(lo["ledger_id"] == hi["ledger_id"], one_ledger).otherwise(several)
+    return F.format_string("copy %d at %s (%d acked)", F.col("k") + 1, where, F.col("acked"))
+
+
+def _copies_by_block(with_block: DataFrame) -> DataFrame:
+    """Per block: one text naming where each copy rank (1st, 2nd, ...) was stored."""
+    copies = with_block.select(
+        *BLOCK_KEY, "block", "ack_id", F.posexplode("copies").alias("k", "copy")
+    )
+    per_rank = copies.groupBy(*BLOCK_KEY, "block", "k").agg(
+        F.min("copy").alias("lowest"),
+        F.max("copy").alias("highest"),
+        F.sum((F.col("copy") == F.col("ack_id")).cast("long")).alias("acked"),
+    )
+    return per_rank.groupBy(*BLOCK_KEY, "block").agg(
+        F.array_join(
+            F.transform(
+                F.array_sort(F.collect_list(F.struct("k", _copy_text().alias("text")))),
+                lambda rank: rank["text"],
+            ),
+            "; ",
+        ).alias("copies_text")
+    )
+
+
+def detect_duplicated(
+    message_history: DataFrame, delivery: DataFrame, deduplication: DataFrame
+) -> DataFrame:
+    """Messages delivered to a subscription and stored under ≥ 2 MessageIds; count = messages."""
+    stored_again = message_history.filter(F.size("copies") >= 2).select(
+        *MESSAGE_KEY, "copies", "ack_id"
+    )
+    delivered = delivery.groupBy(*SUBSCRIBED_MESSAGE).agg(
+        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts")
+    )
+    with_block = with_seq_block(
+        delivered.join(stored_again, MESSAGE_KEY, how="inner").withColumn(
+            "kind", F.lit("duplicated")
+        ),
+        BLOCK_KEY,
+    )
+    blocks = (
+        with_block.groupBy(*BLOCK_KEY, "block")
+        .agg(
+            F.min("seq").alias("seq_from"),
+            F.max("seq").alias("seq_to"),
+            F.count("*").alias("count"),
+            F.min("first_ts").alias("first_ts"),
+            F.max("last_ts").alias("last_ts"),
+            F.min(F.size("copies")).alias("fewest"),
+            F.max(F.size("copies")).alias("most"),
+        )
+        .join(_copies_by_block(with_block), [*BLOCK_KEY, "block"], how="inner")
+        .join(F.broadcast(deduplication), ["run_id"], how="left")
+    )
+    times = (
+        F.when(F.col("most") == 2, "twice")
+        .when(F.col("fewest") == F.col("most"), F.format_string("%d times", F.col("most")))
+        .otherwise(F.format_string("%d–%d times", F.col("fewest"), F.col("most")))
+    )
+    why = F.when(
+        F.coalesce("deduplication", F.lit(False)),
+        "although deduplication is on for this run",
+    ).otherwise("a producer retry after a failover without deduplication wrote them again")
+    explanation = F.format_string(
+        "%s (%s) %s, delivered to subscription %s, %s stored %s: %s — %s",
+        plural("count", "message", "messages"),
+        seq_range(),
+        from_producer(),
+        F.col("subscription"),
+        was_or_were("count"),
+        times,
+        F.col("copies_text"),
+        why,
+    )
+    return to_anomalies(blocks.withColumn("explanation", explanation))

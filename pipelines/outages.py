@@ -1,0 +1,111 @@
+"""Micro-outages: stretches where a producer had messages in flight and none completed."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import Window as W
+from pyspark.sql import functions as F
+
+from pipelines.common import (
+    MESSAGE_KEY,
+    event_order,
+    is_ack,
+    is_nack,
+    is_send,
+    no_causes,
+    stable_id,
+    to_millis,
+)
+from pulsar_audit.config import PipelineConfig
+from pulsar_audit.schemas import OUTAGES, conform
+
+STREAM = ["run_id", "topic", "partition", "producer"]
+
+
+def in_flight_changes(producer_events: DataFrame) -> DataFrame:
+    """+1 at each message's first send, −1 at its first completion (ack or nack).
+
+    A completion of a message never sent is ignored, a message completes once, and a
+    completion ordered before its own send is moved right after it, so in-flight never
+    goes negative. Columns: STREAM, `ord` (the producer's own order), `delta`.
+    """
+    order = event_order()
+    per_message = (
+        producer_events.filter(F.col("seq").isNotNull())
+        .withColumnRenamed("client", "producer")
+        .groupBy(*MESSAGE_KEY)
+        .agg(
+            F.min_by(order, F.when(is_send(), order)).alias("sent_at"),
+            F.min_by(order, F.when(is_ack() | is_nack(), order)).alias("completed_at"),
+        )
+        .filter(F.col("sent_at").isNotNull())
+    )
+    sends = per_message.select(*STREAM, F.col("sent_at").alias("ord"), F.lit(1).alias("delta"))
+    completions = per_message.filter(F.col("completed_at").isNotNull()).select(
+        *STREAM,
+        F.greatest("sent_at", "completed_at").alias("ord"),
+        F.lit(-1).alias("delta"),
+    )
+    return sends.unionByName(completions)
+
+
+def nearest_backoff_step(duration_ms: Column, ladder_ms: list[int]) -> Column:
+    """1-based index of the ladder value nearest to `duration_ms` (the lower one on a tie)."""
+    ladder = F.array(*[F.lit(float(step)) for step in ladder_ms])
+    distances = F.transform(
+        ladder,
+        lambda step, i: F.struct(F.abs(duration_ms - step).alias("distance"), (i + 1).alias("k")),
+    )
+    return F.array_min(distances)["k"]
+
+
+def detect_outages(producer_events: DataFrame, pipeline: PipelineConfig) -> DataFrame:
+    """gold.outages: for each completion, the stretch since the later of the previous
+    completion and the send that took in-flight from 0 to 1; kept when ≥ the threshold."""
+    running = W.partitionBy(*STREAM).orderBy("ord", F.col("delta").desc())
+    so_far = running.rowsBetween(W.unboundedPreceding, W.currentRow)
+    before = running.rowsBetween(W.unboundedPreceding, -1)
+    is_completion = F.col("delta") == -1
+    is_rise = (F.col("delta") == 1) & (F.col("in_flight") == 1)
+    counted = in_flight_changes(producer_events).withColumn(
+        "in_flight", F.sum("delta").over(so_far)
+    )
+    stretches = (
+        counted.select(
+            *STREAM,
+            "delta",
+            (F.col("in_flight") + 1).alias("in_flight"),
+            F.col("ord.ts").alias("end"),
+            F.max(F.when(is_completion, F.col("ord.ts"))).over(before).alias("last_completion"),
+            F.max(F.when(is_rise, F.col("ord.ts"))).over(before).alias("last_rise"),
+        )
+        .filter(is_completion)
+        .withColumn("start", F.greatest("last_completion", "last_rise"))
+        .withColumn("duration_ms", to_millis(F.col("start"), F.col("end")))
+        .filter(F.col("duration_ms") >= pipeline.outage_threshold_ms)
+    )
+    return conform(_explained(stretches, pipeline.backoff_ladder_ms), OUTAGES)
+
+
+def _explained(stretches: DataFrame, ladder_ms: list[int]) -> DataFrame:
+    ladder = F.array(*[F.lit(step) for step in ladder_ms])
+    step = nearest_backoff_step(F.col("duration_ms"), ladder_ms)
+    who = F.when(
+        F.col("partition") >= 0,
+        F.format_string("producer %s on partition %d", F.col("producer"), F.col("partition")),
+    ).otherwise(F.format_string("producer %s", F.col("producer")))
+    explanation = F.format_string(
+        "%s had %d message(s) in flight and none completed for %.1f ms — nearest step %d "
+        "(%d ms) of the client's reconnect backoff, as after a bundle unload or a failover",
+        who,
+        F.col("in_flight"),
+        F.col("duration_ms"),
+        F.col("backoff_step"),
+        F.element_at(ladder, F.col("backoff_step")),
+    )
+    return (
+        stretches.withColumn("backoff_step", step)
+        .withColumn("explanation", explanation)
+        .withColumn("outage_id", stable_id(*STREAM, F.unix_micros("start")))
+        .withColumn("causes", no_causes())
+    )

@@ -1,0 +1,99 @@
+"""Read gold back as small lists of dicts for printing (`summary`, `analyze`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from pulsar_audit.delta_io import Lakehouse
+
+# The keys of `analyze --json`'s "runs" and "outages" entries, in order.
+RUN_FIELDS = (
+    "run_id",
+    "topic",
+    "subscription",
+    "sent",
+    "acked",
+    "nacked",
+    "received",
+    "lost",
+    "unseen",
+    "unacked_received",
+    "duplicated",
+    "redelivered",
+    "out_of_order",
+    "valid",
+)
+OUTAGE_FIELDS = (
+    "run_id",
+    "topic",
+    "partition",
+    "producer",
+    "start",
+    "end",
+    "duration_ms",
+    "backoff_step",
+)
+ANOMALY_FIELDS = (
+    "run_id",
+    "topic",
+    "subscription",
+    "partition",
+    "producer",
+    "kind",
+    "seq_from",
+    "seq_to",
+    "count",
+    "explanation",
+)
+
+
+def _rows(
+    lakehouse: Lakehouse,
+    table: str,
+    fields: tuple[str, ...],
+    order: tuple[str, ...],
+    run_ids: list[str] | None,
+) -> list[dict[str, Any]]:
+    df = lakehouse.read(table)
+    if run_ids is not None:
+        df = df.filter(F.col("run_id").isin(run_ids))
+    return [row.asDict() for row in df.select(*fields).orderBy(*order).collect()]
+
+
+def run_rows(
+    lakehouse: Lakehouse,
+    run_ids: list[str] | None = None,
+    fields: tuple[str, ...] = RUN_FIELDS,
+) -> list[dict[str, Any]]:
+    """gold.run_summary, one dict per (run, topic, subscription), sorted by that key.
+
+    fields: add "reasons", "outages" or "unattributed" to show why a run is not valid.
+    """
+    return _rows(lakehouse, "run_summary", fields, ("run_id", "topic", "subscription"), run_ids)
+
+
+def outage_rows(
+    lakehouse: Lakehouse,
+    run_ids: list[str] | None = None,
+    fields: tuple[str, ...] = OUTAGE_FIELDS,
+) -> list[dict[str, Any]]:
+    """gold.outages, one dict per outage, in time order per producer."""
+    order = ("run_id", "topic", "partition", "producer", "start")
+    return _rows(lakehouse, "outages", fields, order, run_ids)
+
+
+def anomaly_rows(
+    lakehouse: Lakehouse,
+    run_ids: list[str] | None = None,
+    fields: tuple[str, ...] = ANOMALY_FIELDS,
+) -> list[dict[str, Any]]:
+    """gold.anomalies, one dict per anomaly block (a run's blocks, not its messages)."""
+    order = ("run_id", "topic", "subscription", "kind", "partition", "producer", "seq_from")
+    return _rows(lakehouse, "anomalies", fields, order, run_ids)
+
+
+def summary_report(lakehouse: Lakehouse, run_ids: list[str] | None = None) -> dict[str, Any]:
+    """{"runs": [...], "outages": [...]}: the part of `analyze --json` after "ingest"."""
+    return {"runs": run_rows(lakehouse, run_ids), "outages": outage_rows(lakehouse, run_ids)}

@@ -1,0 +1,128 @@
+"""The check step: merge counts and anomalies into one verdict per (run, topic, subscription)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.detectors import KINDS
+from pulsar_audit.schemas import RUN_SUMMARY, conform
+
+SUBSCRIPTION_KEY = ["run_id", "topic", "subscription"]
+COUNTS = ["sent", "acked", "nacked", "received", *KINDS, "outages", "unattributed"]
+
+
+def failed_table_checks(check_results: DataFrame) -> DataFrame:
+    """(run_id, failed_checks): expectations that failed at table level, sorted."""
+    failed = (F.col("level") == "table") & ~F.col("success")
+    return (
+        check_results.filter(failed)
+        .groupBy("run_id")
+        .agg(F.array_sort(F.collect_set("expectation")).alias("failed_checks"))
+    )
+
+
+def _counts(
+    message_history: DataFrame,
+    delivery: DataFrame,
+    anomalies: DataFrame,
+    outages: DataFrame,
+) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
+    """Per-topic message counts, per-subscription received and anomaly counts, outages."""
+    per_topic = message_history.groupBy("run_id", "topic").agg(
+        *[F.sum(F.col(c).cast("long")).alias(c) for c in ("sent", "acked", "nacked")]
+    )
+    received = delivery.groupBy(*SUBSCRIPTION_KEY).agg(
+        F.count_distinct("partition", "producer", "seq").alias("received")
+    )
+    is_kind = {kind: F.col("kind") == kind for kind in KINDS}
+    per_kind = anomalies.groupBy(*SUBSCRIPTION_KEY).agg(
+        *[F.sum(F.when(is_kind[k], F.col("count"))).alias(k) for k in KINDS]
+    )
+    outage_counts = outages.groupBy("run_id", "topic").agg(F.count("*").alias("outages"))
+    return per_topic, received, per_kind, outage_counts
+
+
+def _reasons() -> Column:
+    """Why the verdict is not simply true, most decisive first."""
+    checks = F.transform("failed_checks", lambda e: F.concat(F.lit("check failed: "), e))
+    ends = F.transform(
+        "missing_end", lambda c: F.concat(F.lit("consumer "), c, F.lit(" has no end event"))
+    )
+    counted = F.array(
+        F.when(F.col("lost") > 0, F.format_string("lost=%d", F.col("lost"))),
+        F.when(
+            F.col("out_of_order") > 0,
+            F.format_string("out_of_order=%d", F.col("out_of_order")),
+        ),
+        F.when(
+            (F.col("duplicated") > 0) & F.col("deduplication"),
+            F.format_string("duplicated=%d with deduplication on", F.col("duplicated")),
+        ),
+        F.when(
+            F.col("unattributed") > 0,
+            F.format_string(
+                "unattributed=%d: receives without a producer on a topic with several producers",
+                F.col("unattributed"),
+            ),
+        ),
+        F.when(F.col("consumers") == 0, F.lit("no consumer of this topic was traced")),
+    )
+    return F.array_compact(F.concat(checks, counted, ends))
+
+
+def _valid() -> Column:
+    """A failed table check makes the input untrustworthy: unknown before anything else."""
+    violated = (
+        (F.col("lost") > 0)
+        | (F.col("out_of_order") > 0)
+        | ((F.col("duplicated") > 0) & F.col("deduplication"))
+    )
+    incomplete = ~F.col("all_ended") | (F.col("unattributed") > 0)
+    return (
+        F.when(F.size("failed_checks") > 0, "unknown")
+        .when(violated, "false")
+        .when(incomplete, "unknown")
+        .otherwise("true")
+    )
+
+
+def summarize(
+    message_history: DataFrame,
+    delivery: DataFrame,
+    anomalies: DataFrame,
+    outages: DataFrame,
+    subscriptions: DataFrame,
+    unattributed: DataFrame,
+    deduplication: DataFrame,
+    check_results: DataFrame,
+) -> DataFrame:
+    """gold.run_summary: counts, valid = "true" / "false" / "unknown" and the reasons.
+
+    subscriptions, unattributed: from `pipelines.silver`; deduplication: from
+    `pipelines.duplicates.run_deduplication`; check_results: bronze.check_results.
+    """
+    per_topic, received, per_kind, outage_counts = _counts(
+        message_history, delivery, anomalies, outages
+    )
+    joined = (
+        subscriptions.join(per_topic, ["run_id", "topic"], how="left")
+        .join(received, SUBSCRIPTION_KEY, how="left")
+        .join(per_kind, SUBSCRIPTION_KEY, how="left")
+        .join(outage_counts, ["run_id", "topic"], how="left")
+        .join(unattributed, SUBSCRIPTION_KEY, how="left")
+    )
+    with_run = joined.join(F.broadcast(deduplication), ["run_id"], how="left").join(
+        F.broadcast(failed_table_checks(check_results)), ["run_id"], how="left"
+    )
+    filled = with_run.select(
+        *SUBSCRIPTION_KEY,
+        "consumers",
+        "all_ended",
+        "missing_end",
+        *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in COUNTS],
+        F.coalesce("deduplication", F.lit(False)).alias("deduplication"),
+        F.coalesce("failed_checks", F.array().cast("array<string>")).alias("failed_checks"),
+    )
+    judged = filled.withColumn("valid", _valid()).withColumn("reasons", _reasons())
+    return conform(judged, RUN_SUMMARY)

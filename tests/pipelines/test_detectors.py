@@ -1,0 +1,176 @@
+"""The detectors and the verdict: one tiny literal trace per definition of issue 4."""
+
+from __future__ import annotations
+
+import pytest
+from pipeline_events import (
+    ack,
+    anomalies,
+    build,
+    config,
+    end,
+    failed_check,
+    nack,
+    receive,
+    send,
+    summary,
+)
+
+from pulsar_audit.schemas import ANOMALIES, RUN_SUMMARY
+
+
+def _sent_and_acked(*seqs: int, producer: str = "p1", partition: int = -1) -> list[dict]:
+    kw = {"producer": producer, "partition": partition}
+    return [e for s in seqs for e in (send(s, s, **kw), ack(s, s + 0.5, **kw))]
+
+
+def test_no_events_no_anomalies_and_an_empty_summary(spark):
+    _, gold = build(spark, [])
+    assert gold.anomalies.schema.simpleString() == ANOMALIES.simpleString()
+    assert gold.run_summary.schema.simpleString() == RUN_SUMMARY.simpleString()
+    assert (gold.anomalies.count(), gold.run_summary.count()) == (0, 0)
+
+
+def test_lost_needs_every_consumer_to_end_otherwise_unseen(spark):
+    events = [
+        *_sent_and_acked(1, 2, 3, 4, 5, 6),
+        receive(1, 10),
+        receive(4, 11),
+        end(20, subscription=None),  # takes c1's subscription from its receives
+        receive(1, 10, consumer="c2", subscription="s2"),
+        end(20, consumer="c3", subscription="s3"),  # read to the end, received nothing
+    ]
+    _, gold = build(spark, events)
+    assert anomalies(gold, "lost", "unseen") == [
+        ("s1", -1, "p1", "lost", 2, 3, 2),
+        ("s1", -1, "p1", "lost", 5, 6, 2),
+        ("s2", -1, "p1", "unseen", 2, 6, 5),
+        ("s3", -1, "p1", "lost", 1, 6, 6),
+    ]
+    rows = summary(gold)
+    got = {s: (r["received"], r["lost"], r["unseen"], r["valid"]) for s, r in rows.items()}
+    assert got == {
+        "s1": (2, 4, 0, "false"),
+        "s2": (1, 0, 5, "unknown"),
+        "s3": (0, 6, 0, "false"),
+    }
+    assert rows["s1"]["reasons"] == ["lost=4"]
+    assert rows["s2"]["reasons"] == ["consumer c2 has no end event"]
+    explanations = {(r.subscription, r.seq_from): r.explanation for r in gold.anomalies.collect()}
+    assert explanations[("s1", 2)] == (
+        "2 acked messages (seq 2–3) from producer p1 were never delivered to subscription s1, "
+        "although every consumer read to the end of the topic"
+    )
+    assert explanations[("s2", 2)].startswith(
+        "5 acked messages (seq 2–6) from producer p1 were not delivered to subscription s2, "
+        "but consumer(s) c2 did not read to the end of the topic"
+    )
+
+
+def test_repeat_is_a_redelivery_and_reorder_is_out_of_order(spark):
+    repeat = [receive(s, 10 + i) for i, s in enumerate([1, 2, 3])]
+    repeat += [receive(2, 14, redelivery_count=1), receive(4, 15), end(20)]
+    reorder = [receive(s, 10 + i, consumer="c2", subscription="s2") for i, s in enumerate([1, 4])]
+    reorder += [receive(s, 12 + i, consumer="c2", subscription="s2") for i, s in enumerate([4, 2])]
+    reorder += [receive(3, 14, consumer="c2", subscription="s2"), end(20, consumer="c2")]
+    _, gold = build(spark, [*_sent_and_acked(1, 2, 3, 4), *repeat, *reorder])
+    assert anomalies(gold) == [
+        ("s1", -1, "p1", "redelivered", 2, 2, 1),
+        ("s2", -1, "p1", "out_of_order", 2, 2, 1),  # 3 comes after 2: lower than 4, not than 2
+        ("s2", -1, "p1", "redelivered", 4, 4, 1),
+    ]
+    rows = summary(gold)
+    s1, s2 = rows["s1"], rows["s2"]
+    assert (s1["redelivered"], s1["out_of_order"], s1["duplicated"], s1["valid"]) == (
+        1,
+        0,
+        0,
+        "true",
+    )
+    assert (s2["redelivered"], s2["out_of_order"], s2["valid"]) == (1, 1, "false")
+    assert s2["reasons"] == ["out_of_order=1"]
+
+
+@pytest.mark.parametrize("deduplication", [False, True])
+def test_block_duplicated_across_a_ledger_boundary(spark, deduplication):
+    first_copies = [receive(10, 20, ledger=12, entry=5), receive(11, 21, ledger=12, entry=6)]
+    retried = [ack(s, 30 + s, ledger=14, entry=s - 10) for s in (10, 11, 12)]
+    second_copies = [receive(s, 40 + s, ledger=14, entry=s - 10) for s in (10, 11, 12)]
+    events = [config(deduplication), *[send(s, s) for s in (10, 11, 12)], *retried]
+    _, gold = build(spark, [*events, *first_copies, *second_copies, end(99)])
+    assert anomalies(gold) == [("s1", -1, "p1", "duplicated", 10, 11, 2)]
+    why = (
+        "although deduplication is on for this run"
+        if deduplication
+        else "a producer retry after a failover without deduplication wrote them again"
+    )
+    assert gold.anomalies.first().explanation == (
+        "2 messages (seq 10–11) from producer p1, delivered to subscription s1, were stored "
+        "twice: copy 1 at ledger 12 entries 5–6 (0 acked); copy 2 at ledger 14 entries 0–1 "
+        f"(2 acked) — {why}"
+    )
+    row = summary(gold)["s1"]
+    assert (row["received"], row["duplicated"], row["redelivered"], row["out_of_order"]) == (
+        3,
+        2,
+        0,
+        0,
+    )
+    assert row["valid"] == ("false" if deduplication else "true")
+    assert row["reasons"] == (["duplicated=2 with deduplication on"] if deduplication else [])
+
+
+def test_partitions_with_several_producers_and_consumers(spark):
+    events = [
+        *_sent_and_acked(1, 2, producer="p1", partition=0),
+        *_sent_and_acked(1, 2, producer="p1", partition=1),
+        *_sent_and_acked(1, 2, producer="p2", partition=0),
+        receive(1, 10, partition=0, producer="p1"),
+        receive(2, 11, partition=0, producer="p2"),  # p2's stream on partition 0: 2, then 1
+        receive(2, 12, partition=0, producer="p1"),
+        receive(1, 13, partition=0, producer="p2"),
+        receive(2, 10, partition=1, producer="p1", consumer="c2"),
+        end(20),
+        end(20, consumer="c2"),
+    ]
+    _, gold = build(spark, events)
+    assert anomalies(gold) == [
+        ("s1", 0, "p2", "out_of_order", 1, 1, 1),
+        ("s1", 1, "p1", "lost", 1, 1, 1),
+    ]
+    row = summary(gold)["s1"]
+    counts = ("sent", "acked", "received", "lost", "out_of_order", "valid", "reasons")
+    assert [row[c] for c in counts] == [6, 6, 5, 1, 1, "false", ["lost=1", "out_of_order=1"]]
+    lost = gold.anomalies.filter("kind = 'lost'").first().explanation
+    assert lost.startswith("1 acked message (seq 1) from producer p1 on partition 1 was never")
+
+
+def test_nack_then_late_delivery_is_received_and_unacked_not_lost(spark):
+    events = [send(1, 0), send(2, 1), ack(1, 2), nack(2, 3), receive(1, 5), receive(2, 6)]
+    _, gold = build(spark, [*events, end(9)])
+    assert anomalies(gold) == [("s1", -1, "p1", "unacked_received", 2, 2, 1)]
+    assert gold.anomalies.first().explanation == (
+        "1 message (seq 2) from producer p1 was delivered to subscription s1 but never acked "
+        "to the producer (1 nacked) — normal around failures; reported, not a violation"
+    )
+    row = summary(gold)["s1"]
+    counts = ("sent", "acked", "nacked", "received", "lost", "unacked_received", "valid")
+    assert [row[c] for c in counts] == [2, 1, 1, 2, 0, 1, "true"]
+
+
+def test_failed_table_check_makes_the_run_unknown_before_anything_else(spark):
+    events = [*_sent_and_acked(1, 2), receive(1, 5), end(9)]
+    _, gold = build(spark, events, checks=[failed_check("orphan_acks")])
+    row = summary(gold)["s1"]
+    assert (row["lost"], row["valid"]) == (1, "unknown")
+    assert row["reasons"] == ["check failed: orphan_acks", "lost=1"]
+
+
+def test_topic_without_consumers_is_unknown_not_missing(spark):
+    _, gold = build(spark, _sent_and_acked(1, 2))
+    row = summary(gold)[""]
+    assert (row["acked"], row["unseen"], row["valid"]) == (2, 2, "unknown")
+    assert row["reasons"] == ["no consumer of this topic was traced"]
+    assert gold.anomalies.first().explanation == (
+        "2 acked messages (seq 1–2) from producer p1: no consumer of this topic was traced"
+    )
