@@ -58,7 +58,8 @@ EXPECTED_QUARANTINE = {
     ("run-a.jsonl", 15): (
         "producer_events",
         "trace_format",
-        "unparseable ts '2025-03-04T10:15:30': expected RFC 3339 with an offset or epoch milliseconds",
+        "unparseable ts '2025-03-04T10:15:30': expected RFC 3339 with an offset "
+        "or epoch milliseconds",
     ),
     ("run-a.jsonl", 16): (
         "trace",

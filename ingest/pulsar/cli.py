@@ -1,0 +1,200 @@
+"""`pulsar-audit cluster|capture|chaos ...`: a local Pulsar, trace capture, chaos scenarios."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pulsar_audit.cli import EXIT_OK, Context
+from pulsar_audit.errors import UsageError
+from pulsar_audit.output import format_table
+from pulsar_audit.paths import cache_dir
+
+SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
+    "unload": (1, 1, "1-1-1"),
+    "kill-broker": (2, 3, "2-2-2"),
+    "kill-bookie": (2, 3, "2-2-2"),
+}
+
+
+def _workdir(ctx: Context) -> Path:
+    from ingest.pulsar.cluster import default_workdir
+
+    return Path(ctx.args.workdir) if ctx.args.workdir else default_workdir()
+
+
+def cmd_cluster(ctx: Context) -> int:
+    from ingest.pulsar import cluster
+
+    action, workdir = ctx.args.action, _workdir(ctx)
+    if action == "up":
+        cluster.up(workdir, ctx.args.brokers, ctx.args.bookies)
+    if action == "down":
+        stopped = cluster.down(workdir)
+        ctx.emit({"workdir": str(workdir), "stopped": stopped}, _down_text)
+        return EXIT_OK
+    ctx.emit(cluster.status(workdir), _status_text)
+    return EXIT_OK
+
+
+def _down_text(result: dict) -> str:
+    if not result["stopped"]:
+        return f"no cluster recorded in {result['workdir']}"
+    return "\n".join(f"{name}: {how}" for name, how in result["stopped"].items())
+
+
+def _status_text(result: dict) -> str:
+    if not result["processes"]:
+        return f"no cluster in {result['workdir']} (start one with `pulsar-audit cluster up`)"
+    head = (
+        f"{result['kind']} in {result['workdir']}: "
+        f"{'running' if result['running'] else 'NOT all running'}, "
+        f"service {result['service_url']}, admin {result['admin_url']}, "
+        f"started in {result['startup_s']} s"
+    )
+    return (
+        head + "\n" + format_table(result["processes"], ["name", "pid", "alive", "rss_mb", "log"])
+    )
+
+
+def _capture_options(ctx: Context, state, scenario: str):  # noqa: ANN001, ANN202
+    from ingest.pulsar.chaos import ChaosSpec
+    from ingest.pulsar.harness import CaptureOptions, new_run_id, parse_config
+
+    args = ctx.args
+    spec = ChaosSpec.parse(args.chaos) if args.chaos else None
+    service_url = args.service_url or (state.service_url if state else None)
+    admin_url = args.admin_url or (state.admin_url if state else None)
+    if not service_url or not admin_url:
+        raise UsageError("no cluster: pass --service-url and --admin-url, or `cluster up` first")
+    run_id = new_run_id(spec.action if spec else scenario)
+    return CaptureOptions(
+        service_url=service_url,
+        admin_url=admin_url,
+        topic=args.topic or f"audit-{run_id}",
+        messages=args.messages,
+        out=Path(args.out) if args.out else cache_dir() / "pulsar" / "traces" / run_id,
+        in_flight=args.in_flight,
+        config=parse_config(args.config or "1-1-1"),
+        chaos=spec,
+        consumer=args.consumer,
+        deduplication=args.dedup,
+        scenario=spec.action if spec else scenario,
+        run_id=run_id,
+    )
+
+
+def _state_for(ctx: Context):  # noqa: ANN202
+    """The running cluster of --workdir, if the URLs given (if any) are one of its brokers."""
+    from ingest.pulsar.cluster import running
+
+    state = running(_workdir(ctx))
+    if state and ctx.args.admin_url:
+        webs = {f"127.0.0.1:{p.ports.get('web')}" for p in state.processes}
+        if ctx.args.admin_url.rstrip("/").split("//")[-1] not in webs:
+            return None  # another Pulsar: no logs to copy, no processes to kill
+    return state
+
+
+def cmd_capture_run(ctx: Context) -> int:
+    from ingest.pulsar.harness import capture
+
+    state = _state_for(ctx)
+    result = capture(_capture_options(ctx, state, "control"), state)
+    ctx.emit(result, _capture_text)
+    return EXIT_OK
+
+
+def _capture_text(r: dict) -> str:
+    consume = r["consume"]
+    return (
+        f"run {r['run_id']}: {r['acked']}/{r['messages']} acked, {r['nacked']} nacked "
+        f"({r['produce_rate']} msg/s); {consume['consumer']} received {consume['received']} "
+        f"({consume['read_rate']} msg/s), end reached: {consume['reached_end']}; "
+        f"chaos: {r['chaos'] or 'none'}\ntrace and logs in {r['out']}"
+    )
+
+
+def cmd_chaos_run(ctx: Context) -> int:
+    from ingest.pulsar import cluster
+    from ingest.pulsar.harness import capture
+    from pulsar_audit.jobs import analyze_path
+
+    args = ctx.args
+    brokers, bookies, default_config = SCENARIOS[args.scenario]
+    args.config = args.config or default_config
+    args.chaos = f"{args.scenario}@{max(1, args.messages // 2)}"
+    workdir = _workdir(ctx)
+    started_here = cluster.running(workdir) is None
+    state = cluster.up(workdir, brokers, bookies)
+    try:
+        captured = capture(_capture_options(ctx, state, args.scenario), state)
+    finally:
+        if started_here and not args.keep_cluster:
+            cluster.down(workdir)
+    result = analyze_path(ctx, captured["out"])
+    ctx.emit({**result, "capture": captured}, _chaos_text)
+    return EXIT_OK
+
+
+def _chaos_text(result: dict) -> str:
+    from pipelines.summary import OUTAGE_FIELDS, RUN_FIELDS
+
+    parts = [_capture_text(result["capture"]), format_table(result["runs"], list(RUN_FIELDS))]
+    if result["outages"]:
+        parts.append(format_table(result["outages"], list(OUTAGE_FIELDS)))
+    return "\n".join(parts)
+
+
+def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
+    p.add_argument("--workdir", metavar="DIR", help="cluster work dir (default .cache/pulsar/run)")
+    p.add_argument("--messages", type=int, default=messages, metavar="N")
+    p.add_argument("--config", metavar="E-Qw-Qa", help="ensemble, write and ack quorum")
+    p.add_argument("--in-flight", type=int, default=10_000, metavar="N", help="max pending sends")
+    p.add_argument("--consumer", choices=("reader", "subscription"), default="reader")
+    p.add_argument("--dedup", action="store_true", help="enable broker deduplication")
+    p.add_argument("--out", metavar="DIR", help="trace folder (default .cache/pulsar/traces/RUN)")
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "cluster", parents=[common], help="start, stop or inspect a local Apache Pulsar",
+        description="A standalone Pulsar (ZooKeeper metadata; 1 broker, 1 bookie) or, with "
+        "more brokers or bookies, ZooKeeper + bookies + brokers as separate JVMs, on free "
+        "loopback ports. Logs and state under --workdir.",
+    )  # fmt: skip
+    p.add_argument("action", choices=("up", "down", "status"))
+    p.add_argument("--brokers", type=int, default=1, metavar="N")
+    p.add_argument("--bookies", type=int, default=1, metavar="N")
+    p.add_argument("--workdir", metavar="DIR", help="state, conf, data and logs (default "
+                   ".cache/pulsar/run)")  # fmt: skip
+    p.set_defaults(handler=cmd_cluster)
+
+    capture = sub.add_parser("capture", help="capture traces from a Pulsar")
+    kinds = capture.add_subparsers(dest="kind", metavar="KIND", required=True)
+    p = kinds.add_parser(
+        "run", parents=[common], help="produce N messages, read them back, record the trace",
+        description="Produce --messages with at most --in-flight pending, record every "
+        "send/ack/nack, then read the topic back (Reader to the end, or a subscription), all "
+        "as trace format v1 in --out; copies the run's broker/bookie logs to --out/logs.",
+    )  # fmt: skip
+    p.add_argument("--service-url", metavar="URL", help="default: the cluster of --workdir")
+    p.add_argument("--admin-url", metavar="URL", help="default: the cluster of --workdir")
+    p.add_argument("--topic", metavar="T", help="default: audit-<run id>")
+    p.add_argument("--chaos", metavar="ACTION@ACK_COUNT", help="unload, kill-broker, "
+                   "kill-bookie or stop-bookie when ACK_COUNT messages are acked")  # fmt: skip
+    _capture_args(p, messages=100_000)
+    p.set_defaults(handler=cmd_capture_run)
+
+    chaos = sub.add_parser("chaos", help="chaos scenarios end to end")
+    kinds = chaos.add_subparsers(dest="kind", metavar="KIND", required=True)
+    p = kinds.add_parser(
+        "run", parents=[common], help="cluster up + capture with chaos + ingest + analyze",
+        description="Start the cluster the scenario needs (unless it runs), capture a run "
+        "with the chaos action at half the messages, then ingest and analyze it like "
+        "`analyze`.",
+    )  # fmt: skip
+    p.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    p.add_argument("--keep-cluster", action="store_true", help="leave a cluster it started up")
+    _capture_args(p, messages=20_000)
+    p.set_defaults(handler=cmd_chaos_run, service_url=None, admin_url=None, topic=None)

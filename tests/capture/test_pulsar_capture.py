@@ -1,0 +1,80 @@
+"""Capture real traces from a real Pulsar standalone, then analyze them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pulsar_traces import capture_opts, trace_counts, trace_events
+
+from ingest.pulsar.chaos import ChaosSpec
+from ingest.pulsar.harness import capture
+
+pytestmark = pytest.mark.pulsar
+
+CONTROL_MESSAGES = 100_000
+UNLOAD_MESSAGES = 20_000
+ANOMALY_COUNTS = ("lost", "unseen", "unacked_received", "duplicated", "out_of_order")
+
+
+def _analyze(lakehouse, config, out: Path) -> dict:  # noqa: ANN001
+    from pulsar_audit.jobs import analyze
+
+    return analyze(lakehouse, config, out)
+
+
+def test_control_run_of_100k_messages(standalone, tmp_path: Path, lakehouse, config) -> None:
+    out = tmp_path / "control"
+    summary = capture(
+        capture_opts(standalone, out, topic="control", messages=CONTROL_MESSAGES), standalone
+    )
+    print(f"\ncontrol: produce {summary['produce_rate']} msg/s, "  # noqa: T201
+          f"read {summary['consume']['read_rate']} msg/s")  # fmt: skip
+
+    counts = trace_counts(out)
+    assert counts[("producer", "send")] == CONTROL_MESSAGES
+    assert counts[("producer", "ack")] == CONTROL_MESSAGES
+    assert counts[("producer", "nack")] == 0
+    assert counts[("consumer", "receive")] == CONTROL_MESSAGES
+    assert counts[("consumer", "end")] == 1
+    assert counts[("run", "config")] == 1
+    assert counts[("run", "chaos")] == 0
+
+    result = _analyze(lakehouse, config, out)
+    assert result["ingest"]["quarantined"] == 0
+    [run] = result["runs"]
+    assert run["valid"] == "true", run
+    assert (run["sent"], run["acked"], run["received"]) == (CONTROL_MESSAGES,) * 3
+    assert {name: run[name] for name in ANOMALY_COUNTS} == dict.fromkeys(ANOMALY_COUNTS, 0)
+
+
+def test_unload_in_the_middle_of_a_run(standalone, tmp_path: Path, lakehouse, config) -> None:
+    out = tmp_path / "unload"
+    opts = capture_opts(
+        standalone,
+        out,
+        topic="unload",
+        messages=UNLOAD_MESSAGES,
+        chaos=ChaosSpec.parse(f"unload@{UNLOAD_MESSAGES // 2}"),
+        scenario="unload",
+    )
+    summary = capture(opts, standalone)
+    assert summary["chaos"]["action"] == "unload" and "error" not in summary["chaos"]
+
+    [event] = trace_events(out, "chaos")
+    assert event["action"] == "unload"
+    assert event["target"].startswith("public/default/0x")
+    assert event["ack_count"] >= UNLOAD_MESSAGES // 2
+    broker_log = (out / "logs" / "broker" / "standalone.log").read_text()
+    assert f"Disabling ownership: {event['target']}" in broker_log
+    assert (out / "logs" / "manifest.json").exists()
+
+    counts = trace_counts(out)
+    assert counts[("producer", "ack")] == UNLOAD_MESSAGES
+    assert counts[("consumer", "receive")] >= UNLOAD_MESSAGES  # duplicates allowed, no loss
+    assert counts[("consumer", "end")] == 1
+
+    result = _analyze(lakehouse, config, out)
+    [run] = result["runs"]
+    assert run["lost"] == 0
+    assert len(result["outages"]) >= 1, result

@@ -1,0 +1,59 @@
+"""A multi-process cluster (ZooKeeper, 3 bookies, 2 brokers): kill -9 the topic's broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pulsar_traces import capture_opts, trace_events
+
+from ingest.pulsar import cluster, process
+from ingest.pulsar.chaos import ChaosSpec
+from ingest.pulsar.harness import capture
+
+pytestmark = [pytest.mark.pulsar, pytest.mark.slow]
+
+MESSAGES = 10_000
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory: pytest.TempPathFactory):
+    workdir = tmp_path_factory.mktemp("pulsar-multi")
+    try:
+        state = cluster.up(workdir, brokers=2, bookies=3)
+        print(f"\nmulti-process cluster started in {state.startup_s} s")  # noqa: T201
+        yield state
+    finally:
+        cluster.down(workdir)
+
+
+def test_kill_broker_loses_no_acknowledged_message(multi, tmp_path: Path) -> None:
+    out = tmp_path / "kill-broker"
+    opts = capture_opts(
+        multi,
+        out,
+        topic="kill-broker",
+        messages=MESSAGES,
+        config=(2, 2, 2),
+        chaos=ChaosSpec.parse(f"kill-broker@{MESSAGES // 2}"),
+        scenario="kill-broker",
+    )
+    summary = capture(opts, multi)
+    assert "error" not in summary["chaos"], summary["chaos"]
+
+    [chaos] = trace_events(out, "chaos")
+    victim = multi.get(chaos["target"])
+    assert victim.role == "broker"
+    assert chaos["pid"] != victim.pid  # the state now has the restarted process
+    assert process.is_alive(victim.pid)
+
+    acked = {event["seq"] for event in trace_events(out, "ack")}
+    received = {event["seq"] for event in trace_events(out, "receive")}
+    assert len(trace_events(out, "end")) == 1
+    assert acked - received == set()  # nothing acknowledged went missing
+    assert (out / "logs" / "broker" / f"{victim.name}.log").stat().st_size > 0
+    assert sorted(p.name for p in (out / "logs" / "bookie").iterdir()) == [
+        "bookie-1.log",
+        "bookie-2.log",
+        "bookie-3.log",
+    ]
