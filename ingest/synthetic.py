@@ -64,20 +64,36 @@ def _completion_times(spec: RunSpec) -> dict[int, int]:
 
 
 def producer_events(spec: RunSpec) -> list[dict[str, Any]]:
-    base = {"run_id": spec.run_id, "topic": spec.topic, "role": "producer",
-            "client": spec.producer, "partition": spec.partition}
+    base = {
+        "run_id": spec.run_id,
+        "topic": spec.topic,
+        "role": "producer",
+        "client": spec.producer,
+        "partition": spec.partition,
+    }
     events = []
     completions = _completion_times(spec)
     for seq in range(spec.messages):
-        events.append({**base, "event": "send", "seq": seq,
-                       "ts": T0_MS + seq * spec.send_interval_ms})
+        events.append(
+            {**base, "event": "send", "seq": seq, "ts": T0_MS + seq * spec.send_interval_ms}
+        )
         if seq in spec.nacked or seq in spec.nacked_delivered:
-            events.append({**base, "event": "nack", "seq": seq, "ts": completions[seq],
-                           "error": "Timeout"})
+            events.append(
+                {**base, "event": "nack", "seq": seq, "ts": completions[seq], "error": "Timeout"}
+            )
         else:
             ledger, entry = _stored_id(spec, seq, retried=seq in spec.duplicated)
-            events.append({**base, "event": "ack", "seq": seq, "ts": completions[seq],
-                           "ledger_id": ledger, "entry_id": entry, "batch_index": -1})
+            events.append(
+                {
+                    **base,
+                    "event": "ack",
+                    "seq": seq,
+                    "ts": completions[seq],
+                    "ledger_id": ledger,
+                    "entry_id": entry,
+                    "batch_index": -1,
+                }
+            )
     events.sort(key=lambda e: (e["ts"], e["event"] != "send"))
     for index, event in enumerate(events):
         event["event_index"] = index
@@ -106,25 +122,54 @@ def _delivery_order(spec: RunSpec) -> list[tuple[int, tuple[int, int]]]:
 
 
 def consumer_events(spec: RunSpec, reader: str) -> list[dict[str, Any]]:
-    base = {"run_id": spec.run_id, "topic": spec.topic, "role": "consumer", "client": reader,
-            "partition": spec.partition, "subscription": reader}
+    base = {
+        "run_id": spec.run_id,
+        "topic": spec.topic,
+        "role": "consumer",
+        "client": reader,
+        "partition": spec.partition,
+        "subscription": reader,
+    }
     start = T0_MS + spec.messages * spec.send_interval_ms + max(spec.outages.values(), default=0)
     events = []
     for n, (seq, (ledger, entry)) in enumerate(_delivery_order(spec)):
-        events.append({**base, "event": "receive", "seq": seq, "producer": spec.producer,
-                       "ledger_id": ledger, "entry_id": entry, "ts": start + 1000 + n,
-                       "event_index": n})
+        events.append(
+            {
+                **base,
+                "event": "receive",
+                "seq": seq,
+                "producer": spec.producer,
+                "ledger_id": ledger,
+                "entry_id": entry,
+                "ts": start + 1000 + n,
+                "event_index": n,
+            }
+        )
     if spec.end:
-        events.append({**base, "event": "end", "ts": start + 2000 + len(events),
-                       "event_index": len(events)})
+        events.append(
+            {**base, "event": "end", "ts": start + 2000 + len(events), "event_index": len(events)}
+        )
     return events
 
 
 def run_events(spec: RunSpec) -> list[dict[str, Any]]:
-    return [{"run_id": spec.run_id, "topic": spec.topic, "role": "run", "client": "harness",
-             "event": "config", "ts": T0_MS - 1000, "ensemble_size": 3, "write_quorum": 2,
-             "ack_quorum": 2, "brokers": 2, "bookies": 3, "deduplication": spec.deduplication,
-             "scenario": "synthetic"}]
+    return [
+        {
+            "run_id": spec.run_id,
+            "topic": spec.topic,
+            "role": "run",
+            "client": "harness",
+            "event": "config",
+            "ts": T0_MS - 1000,
+            "ensemble_size": 3,
+            "write_quorum": 2,
+            "ack_quorum": 2,
+            "brokers": 2,
+            "bookies": 3,
+            "deduplication": spec.deduplication,
+            "scenario": "synthetic",
+        }
+    ]
 
 
 def write_run(folder: Path, spec: RunSpec) -> list[Path]:

@@ -1,10 +1,12 @@
 """Clock skew: estimate each host's offset from happenings seen from two sides.
 
-The trace's timestamps are the clients' clock, so that is the reference. A broker closing a
-producer ("Disconnecting producer") is seen by the client a moment later ("Schedule
-reconnection"); a broker taking a bundle ("Successfully acquired ownership") is seen by the
-ZooKeeper capture as the ownership znode appearing. For each broker host, the median of
-(broker time − reference time) over such pairs is its offset; events are corrected by it.
+The trace's timestamps are the clients' clock, and so are the client logs': that is the
+reference. A broker closing a producer ("Disconnecting producer") is seen by its client a
+moment later ("Schedule reconnection"): the median of (broker time − client time) over such
+pairs is the broker host's offset. A broker taking a bundle is seen in ZooKeeper as the
+ownership znode appearing: once brokers are corrected, the same median gives the ZooKeeper
+host's offset. Hosts without pairs keep their own clock and are marked "uncorrected", so a
+cause that is only a few ms away on such a host can be called uncertain.
 """
 
 from __future__ import annotations
@@ -15,25 +17,51 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.schemas import CLOCK_OFFSETS, conform
 
-# (event seen on the host to correct, the same happening seen on the reference clock, key)
-PAIRS = [
-    ("producer_disconnected", "client_reconnect_scheduled", "topic"),
-    ("bundle_ownership_acquired", "zk_bundle_owned", "bundle"),
-]
+REFERENCE, CORRECTED, UNCORRECTED = "reference", "corrected", "uncorrected"
+REFERENCE_SOURCES = ("client",)
 MAX_PAIR_GAP_MS = 5000
-MIN_MATCHES = 1
 
 
-def _pairs(events: DataFrame, host_type: str, ref_type: str, key: str) -> DataFrame:
-    host_side = events.filter(F.col("event_type") == host_type).select(
+class Pairing:
+    """The same happening seen on a host to correct (`host_*`) and on a trusted clock (`ref_*`)."""
+
+    def __init__(
+        self, host_event: str, host_source: str, ref_event: str, ref_source: str, key: str
+    ):
+        self.host_event, self.host_source = host_event, host_source
+        self.ref_event, self.ref_source = ref_event, ref_source
+        self.key = key
+
+    @property
+    def name(self) -> str:
+        return f"{self.host_source}:{self.host_event}~{self.ref_source}:{self.ref_event}"
+
+
+BROKER_PAIRINGS = [
+    Pairing("producer_disconnected", "broker", "client_reconnect_scheduled", "client", "topic"),
+]
+ZOOKEEPER_PAIRINGS = [
+    Pairing(
+        "bundle_ownership_acquired", "zookeeper", "bundle_ownership_acquired", "broker", "bundle"
+    ),
+]
+
+
+def _side(events: DataFrame, event_type: str, source: str) -> DataFrame:
+    return events.filter((F.col("event_type") == event_type) & (F.col("source") == source))
+
+
+def _pairs(events: DataFrame, pairing: Pairing) -> DataFrame:
+    """(host, delta_ms): each host-side event against its nearest reference-side event."""
+    host_side = _side(events, pairing.host_event, pairing.host_source).select(
         F.col("event_id").alias("host_event"),
         "host",
-        F.col(key).alias("key"),
+        F.col(pairing.key).alias("key"),
         F.unix_micros("ts").alias("host_us"),
     )
-    ref_side = events.filter(F.col("event_type") == ref_type).select(
-        F.col(key).alias("key"),
-        F.unix_micros("ts").alias("ref_us"),
+    ref_side = _side(events, pairing.ref_event, pairing.ref_source).select(
+        F.col(pairing.key).alias("key"),
+        F.unix_micros("corrected_ts").alias("ref_us"),
     )
     joined = (
         host_side.join(ref_side, on="key", how="inner")
@@ -48,15 +76,14 @@ def _pairs(events: DataFrame, host_type: str, ref_type: str, key: str) -> DataFr
     return (
         joined.withColumn("_n", F.row_number().over(nearest))
         .filter(F.col("_n") == 1)
-        .select("host", "delta_ms", F.lit(f"{host_type}~{ref_type}").alias("pairing"))
+        .select("host", "delta_ms", F.lit(pairing.name).alias("pairing"))
     )
 
 
-def estimate_offsets(events: DataFrame) -> DataFrame:
-    """One CLOCK_OFFSETS row per host with paired events: offset, matches, spread."""
+def _offsets(events: DataFrame, pairings: list[Pairing]) -> DataFrame:
     pairs = None
-    for host_type, ref_type, key in PAIRS:
-        part = _pairs(events, host_type, ref_type, key)
+    for pairing in pairings:
+        part = _pairs(events, pairing)
         pairs = part if pairs is None else pairs.unionByName(part)
     offsets = pairs.groupBy("host").agg(
         F.percentile_approx("delta_ms", 0.5).alias("offset_ms"),
@@ -64,18 +91,30 @@ def estimate_offsets(events: DataFrame) -> DataFrame:
         (F.max("delta_ms") - F.min("delta_ms")).alias("spread_ms"),
         F.array_join(F.array_sort(F.collect_set("pairing")), ",").alias("pairings"),
     )
-    return conform(offsets.filter(F.col("matches") >= MIN_MATCHES), CLOCK_OFFSETS)
+    return conform(offsets, CLOCK_OFFSETS)
+
+
+def estimate_offsets(events: DataFrame) -> DataFrame:
+    """One CLOCK_OFFSETS row per host with paired events: brokers first, then ZooKeeper."""
+    brokers = _offsets(events, BROKER_PAIRINGS)
+    zookeeper = _offsets(with_corrected_ts(events, brokers), ZOOKEEPER_PAIRINGS)
+    return brokers.unionByName(zookeeper.join(brokers.select("host"), "host", how="left_anti"))
 
 
 def with_corrected_ts(events: DataFrame, offsets: DataFrame) -> DataFrame:
-    """Set `corrected_ts` = ts − the host's offset (ts itself where no offset is known)."""
+    """Set `corrected_ts` = ts − the host's offset, and `clock` to how far it can be trusted."""
     shift = offsets.select("host", F.col("offset_ms").alias("_offset_ms"))
     corrected = F.timestamp_micros(
         F.unix_micros("ts") - F.round(F.coalesce("_offset_ms", F.lit(0.0)) * 1000).cast("long")
     )
+    clock = (
+        F.when(F.col("source").isin(*REFERENCE_SOURCES), F.lit(REFERENCE))
+        .when(F.col("_offset_ms").isNotNull(), F.lit(CORRECTED))
+        .otherwise(F.lit(UNCORRECTED))
+    )
     return (
         events.join(F.broadcast(shift), on="host", how="left")
-        .withColumn("corrected_ts", corrected)
+        .withColumns({"corrected_ts": corrected, "clock": clock})
         .drop("_offset_ms")
         .select(*events.columns)
     )

@@ -13,9 +13,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pipelines.clock_skew import UNCORRECTED
 from pulsar_audit.schemas import CAUSE
 
 MAX_CAUSES = 5
+# A cause this close to a finding, on a host whose clock is not aligned, may be out of order.
+UNCERTAIN_WITHIN_MS = 1000
 
 _UNLOAD = (
     "unloading the topic's bundle disconnects its producers and consumers; clients "
@@ -115,6 +118,7 @@ def _event_scope(events: DataFrame) -> DataFrame:
             "namespace"
         ),
         F.coalesce("bundle", "topic", "bookie", F.col("ledger_id").cast("string")).alias("what"),
+        "clock",
     )
 
 
@@ -146,7 +150,17 @@ def rank_causes(
         on=F.col("f.kind") == F.col("e.kind"),
         how="inner",
     ).filter(window)
-    columns = ["f.finding_id", "f.start", "rank", "why", "event_type", "event_ts", "host", "what"]
+    columns = [
+        "f.finding_id",
+        "f.start",
+        "rank",
+        "why",
+        "event_type",
+        "event_ts",
+        "host",
+        "what",
+        "clock",
+    ]
     candidates = by_namespace.select(*columns).unionByName(cluster_wide.select(*columns))
     return _top_causes(candidates)
 
@@ -156,13 +170,22 @@ def _top_causes(candidates: DataFrame) -> DataFrame:
     relation = F.when(
         offset_ms < 0, F.format_string("%.0f ms before it began", -offset_ms)
     ).otherwise(F.format_string("%.0f ms after it began", offset_ms))
+    uncertain = F.when(
+        (F.col("clock") == UNCORRECTED) & (F.abs(offset_ms) < UNCERTAIN_WITHIN_MS),
+        F.format_string(
+            " (the clock of %s could not be aligned with the clients', so this timing is "
+            "uncertain)",
+            F.col("host"),
+        ),
+    ).otherwise(F.lit(""))
     reason = F.format_string(
-        "%s (%s on %s, %s): %s",
+        "%s (%s on %s, %s): %s%s",
         F.col("event_type"),
         F.coalesce("what", F.lit("cluster")),
         F.coalesce("host", F.lit("?")),
         relation,
         F.col("why"),
+        uncertain,
     )
     ranked = candidates.select(
         "finding_id",
@@ -201,4 +224,29 @@ def with_causes(findings: DataFrame, causes: DataFrame, id_column: str) -> DataF
         .withColumn("causes", F.coalesce("_ranked", empty))
         .drop("_ranked")
         .select(*findings.columns)
+    )
+
+
+def findings_of(anomalies: DataFrame, outages: DataFrame) -> DataFrame:
+    """Anomalies and outages as findings (finding_id, kind, topic, partition, start, end)."""
+    return (
+        anomalies.filter(F.col("first_ts").isNotNull())
+        .select(
+            F.col("anomaly_id").alias("finding_id"),
+            "kind",
+            "topic",
+            "partition",
+            F.col("first_ts").alias("start"),
+            F.coalesce("last_ts", "first_ts").alias("end"),
+        )
+        .unionByName(
+            outages.select(
+                F.col("outage_id").alias("finding_id"),
+                F.lit("outage").alias("kind"),
+                "topic",
+                "partition",
+                "start",
+                "end",
+            )
+        )
     )

@@ -36,6 +36,10 @@ class MlflowConfig:
 class PipelineConfig:
     outage_threshold_ms: int
     backoff_ladder_ms: list[int]
+    # Infrastructure events from this long before a finding began until this long after it
+    # ended are candidate causes.
+    cause_before_ms: int = 5000
+    cause_after_ms: int = 1000
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,12 @@ class Lakehouse:
         columns = self.spec(table).schema.fieldNames()
         self._save(table, df.select(*columns).write.format("delta").mode("append"))
 
+    def overwrite(self, table: str, df: DataFrame) -> None:
+        """Replace the whole table with `df` (one Delta commit; earlier versions stay readable)."""
+        self.create(table)
+        columns = self.spec(table).schema.fieldNames()
+        self._save(table, df.select(*columns).write.format("delta").mode("overwrite"))
+
     def merge(self, table: str, df: DataFrame, keys: Iterable[str] | None = None) -> None:
         """Upsert on the natural key: rows already present are updated, new ones inserted."""
         keys = tuple(keys or self.spec(table).key)
@@ -106,6 +112,21 @@ class Lakehouse:
             .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), condition)
             .whenMatchedUpdateAll()
             .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    def update_changed(self, table: str, df: DataFrame, columns: list[str]) -> None:
+        """Set `columns` of existing rows (matched on the natural key) where they differ."""
+        keys = self.spec(table).key
+        differs = None
+        for column in columns:
+            clause = ~F.col(f"t.{column}").eqNullSafe(F.col(f"s.{column}"))
+            differs = clause if differs is None else differs | clause
+        (
+            self._delta(table)
+            .alias("t")
+            .merge(df.select(*keys, *columns).alias("s"), _key_match(keys))
+            .whenMatchedUpdate(condition=differs, set={c: F.col(f"s.{c}") for c in columns})
             .execute()
         )
 

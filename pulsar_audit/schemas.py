@@ -233,12 +233,14 @@ DELIVERY = T.StructType(
     ]
 )
 
-# One infrastructure happening (unload, ownership change, ledger recovery, bookie loss, ...).
+# One infrastructure happening (unload, ownership change, ledger recovery, bookie loss, ...);
+# clock: reference (the clients' clock), corrected (offset estimated) or uncorrected.
 INFRA_EVENTS = T.StructType(
     [
         _f("event_id", _STR, False),
         _f("ts", _TS, False),
         _f("corrected_ts", _TS, False),
+        _f("clock", _STR, False),
         _f("host", _STR, False),
         _f("source", _STR, False),
         _f("event_type", _STR, False),

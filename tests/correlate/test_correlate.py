@@ -23,7 +23,23 @@ def ms(n: float) -> datetime:
 def events(spark, rows):
     """rows: (event_id, ms, host, source, event_type, topic, bundle)"""
     full = [
-        (i, ms(t), ms(t), h, src, et, topic, bundle, None, None, None, "raw", "f", 1)
+        (
+            i,
+            ms(t),
+            ms(t),
+            "reference" if src == "client" else "corrected",
+            h,
+            src,
+            et,
+            topic,
+            bundle,
+            None,
+            None,
+            None,
+            "raw",
+            "f",
+            1,
+        )
         for i, t, h, src, et, topic, bundle in rows
     ]
     return spark.createDataFrame(full, INFRA_EVENTS)

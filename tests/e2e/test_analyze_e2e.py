@@ -12,8 +12,14 @@ import pytest
 from ingest.synthetic import T0_MS, RunSpec, write_run
 
 TOPIC = "persistent://public/default/orders"
-ZERO = {"lost": 0, "unseen": 0, "unacked_received": 0, "duplicated": 0, "redelivered": 0,
-        "out_of_order": 0}
+ZERO = {
+    "lost": 0,
+    "unseen": 0,
+    "unacked_received": 0,
+    "duplicated": 0,
+    "redelivered": 0,
+    "out_of_order": 0,
+}
 
 
 def _run(run_id: str, subscription: str, **counts) -> dict:
@@ -25,32 +31,88 @@ def _expected_runs() -> list[dict]:
     return [
         _run("run-clean", "reader-1", **clean),
         _run("run-clean", "reader-2", **clean),
-        _run("run-dedup", "reader-1", sent=50, acked=50, nacked=0, received=50,
-             **{**ZERO, "duplicated": 2}, valid="false"),
-        _run("run-faults", "reader-1", sent=300, acked=298, nacked=2, received=296, lost=3,
-             unseen=0, unacked_received=1, duplicated=5, redelivered=2, out_of_order=1,
-             valid="false"),
+        _run(
+            "run-dedup",
+            "reader-1",
+            sent=50,
+            acked=50,
+            nacked=0,
+            received=50,
+            **{**ZERO, "duplicated": 2},
+            valid="false",
+        ),
+        _run(
+            "run-faults",
+            "reader-1",
+            sent=300,
+            acked=298,
+            nacked=2,
+            received=296,
+            lost=3,
+            unseen=0,
+            unacked_received=1,
+            duplicated=5,
+            redelivered=2,
+            out_of_order=1,
+            valid="false",
+        ),
         # The ack without a send counts as acked and lost, but the failed check makes the
         # verdict unknown rather than false.
-        _run("run-orphan", "reader-1", sent=20, acked=21, nacked=0, received=20,
-             **{**ZERO, "lost": 1}, valid="unknown"),
-        _run("run-unseen", "reader-1", sent=100, acked=100, nacked=0, received=99,
-             **{**ZERO, "unseen": 1}, valid="unknown"),
+        _run(
+            "run-orphan",
+            "reader-1",
+            sent=20,
+            acked=21,
+            nacked=0,
+            received=20,
+            **{**ZERO, "lost": 1},
+            valid="unknown",
+        ),
+        _run(
+            "run-unseen",
+            "reader-1",
+            sent=100,
+            acked=100,
+            nacked=0,
+            received=99,
+            **{**ZERO, "unseen": 1},
+            valid="unknown",
+        ),
     ]
 
 
 def _write_folder(folder: Path) -> None:
-    write_run(folder, RunSpec("run-clean", messages=200, readers=("reader-1", "reader-2"),
-                              gzip=True))
-    write_run(folder, RunSpec(
-        "run-faults", messages=300, lost={50, 51, 52}, duplicated={100, 101, 102, 103, 104},
-        redelivered={150, 151}, swapped={200}, nacked={250}, nacked_delivered={260},
-        outages={70: 350}))
+    write_run(
+        folder, RunSpec("run-clean", messages=200, readers=("reader-1", "reader-2"), gzip=True)
+    )
+    write_run(
+        folder,
+        RunSpec(
+            "run-faults",
+            messages=300,
+            lost={50, 51, 52},
+            duplicated={100, 101, 102, 103, 104},
+            redelivered={150, 151},
+            swapped={200},
+            nacked={250},
+            nacked_delivered={260},
+            outages={70: 350},
+        ),
+    )
     write_run(folder, RunSpec("run-unseen", messages=100, lost={10}, end=False))
     write_run(folder, RunSpec("run-dedup", messages=50, duplicated={5, 6}, deduplication=True))
     write_run(folder, RunSpec("run-orphan", messages=20))
-    orphan = {"run_id": "run-orphan", "topic": TOPIC, "role": "producer", "client": "p1",
-              "event": "ack", "seq": 999, "ts": T0_MS + 5, "ledger_id": 10, "entry_id": 999}
+    orphan = {
+        "run_id": "run-orphan",
+        "topic": TOPIC,
+        "role": "producer",
+        "client": "p1",
+        "event": "ack",
+        "seq": 999,
+        "ts": T0_MS + 5,
+        "ledger_id": 10,
+        "entry_id": 999,
+    }
     (folder / "run-orphan-extra.jsonl").write_text(json.dumps(orphan) + "\n")
 
 
@@ -69,10 +131,18 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
     result = json.loads(first.stdout)
     assert result["ingest"] == {"files": 17, "records": 2225, "accepted": 2225, "quarantined": 0}
     assert result["runs"] == _expected_runs()
-    assert result["outages"] == [{
-        "run_id": "run-faults", "topic": TOPIC, "partition": -1, "producer": "p1",
-        "start": "2025-03-04T10:00:00.700000", "end": "2025-03-04T10:00:01.050000",
-        "duration_ms": 350.0, "backoff_step": 2}]
+    assert result["outages"] == [
+        {
+            "run_id": "run-faults",
+            "topic": TOPIC,
+            "partition": -1,
+            "producer": "p1",
+            "start": "2025-03-04T10:00:00.700000",
+            "end": "2025-03-04T10:00:01.050000",
+            "duration_ms": 350.0,
+            "backoff_step": 2,
+        }
+    ]
 
     second = _analyze(folder, tmp_path / "lakehouse")
     assert second.returncode == 0, second.stderr[-3000:]

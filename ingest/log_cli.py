@@ -1,0 +1,53 @@
+"""`pulsar-audit ingest logs`: parser and handler (registered by ingest.cli.register)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ingest.cli import terminal_progress
+from pulsar_audit.cli import EXIT_OK, Context
+from pulsar_audit.output import format_table
+
+
+def cmd_ingest_logs(ctx: Context) -> int:
+    from ingest.logs import ingest_logs
+
+    args = ctx.args
+    progress = terminal_progress(ctx)
+    report = ingest_logs(ctx.lakehouse, args.path, args.source, args.host, progress, args.tz)
+    if progress:
+        print(file=sys.stderr)
+    ctx.emit(report.as_dict(), _text)
+    return EXIT_OK
+
+
+def _text(result: dict) -> str:
+    if result["files"] == 0:
+        return f"nothing new: {result['skipped_files']} files already ingested, 0 rows added"
+    columns = ["table", "files", "skipped_files", "lines", "entries", "parse_errors"]
+    note = ""
+    if result["timestamp_zone"]:
+        note = f"\ntimestamps without an offset read as {result['timestamp_zone']}"
+    return format_table([result], columns) + note
+
+
+def add_logs_parser(kinds: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    logs = kinds.add_parser(
+        "logs",
+        parents=[common],
+        help="load broker, bookie or client log files under PATH",
+        description="Load Pulsar broker/bookie logs (log4j2 or BookKeeper layout) or C++/Python "
+        "client logs into bronze.<source>_log. Stack traces stay with their entry; lines that "
+        "match no layout are kept with parse_error. Files already ingested are skipped.",
+    )
+    logs.add_argument("path", metavar="PATH", help="a log file or a folder of them")
+    logs.add_argument("--source", required=True, choices=["broker", "bookie", "client"])
+    logs.add_argument("--host", help="host of every file (default: from each file's name)")
+    logs.add_argument(
+        "--tz",
+        default="UTC",
+        help="time zone of timestamps written without an offset (BookKeeper layout, C++ "
+        "client), e.g. Europe/Berlin (default UTC)",
+    )
+    logs.set_defaults(handler=cmd_ingest_logs)

@@ -1,0 +1,140 @@
+"""Bronze broker/bookie/client log entries and ZooKeeper changes → silver.infra_events.
+
+Matching stays in Spark: the pattern table (pipelines.log_patterns) becomes one CASE chain
+that picks the first matching pattern per entry, then one `regexp_extract` per named group.
+`build_infra_events` then corrects each host's clock (pipelines.clock_skew).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.clock_skew import UNCORRECTED, estimate_offsets, with_corrected_ts
+from pipelines.log_patterns import COLUMN_GROUPS, PATTERNS, LogPattern
+from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.schemas import INFRA_EVENTS, conform
+
+log = logging.getLogger(__name__)
+
+LOG_TABLES = ("broker_log", "bookie_log", "client_log")
+EVENT_SOURCES = ["broker", "bookie", "client", "zookeeper"]
+
+
+def _nonempty(c: Column) -> Column:
+    return F.when(c != "", c)
+
+
+def _pattern_number(patterns: list[LogPattern]) -> Column:
+    """Index of the first pattern the entry matches (null when none does)."""
+    chosen = None
+    for number, p in enumerate(patterns):
+        matches = (
+            F.col("source").isin(*p.sources)
+            & F.col("logger").rlike(p.logger)
+            & F.col("message").rlike(p.java_message())
+        )
+        chosen = F.when(matches, number) if chosen is None else chosen.when(matches, number)
+    return chosen
+
+
+def _extract(patterns: list[LogPattern], group: str) -> Column:
+    """The named group's text from whichever pattern matched (null if it has no such group)."""
+    value = F.lit(None).cast("string")
+    for number, p in enumerate(patterns):
+        if group in p.groups():
+            extracted = F.regexp_extract("message", p.java_message(), p.groups()[group])
+            value = F.when(F.col("_pattern") == number, _nonempty(extracted)).otherwise(value)
+    return value
+
+
+def _detail(patterns: list[LogPattern]) -> Column:
+    """The matched pattern's other named groups as a JSON object (empty groups left out)."""
+    detail = F.lit(None).cast("string")
+    for number, p in enumerate(patterns):
+        extras = [g for g in p.groups() if g not in COLUMN_GROUPS]
+        if not extras:
+            continue
+        pairs = []
+        for g in extras:
+            pairs += [F.lit(g), F.regexp_extract("message", p.java_message(), p.groups()[g])]
+        as_json = F.to_json(F.map_filter(F.create_map(*pairs), lambda _, v: v != ""))
+        detail = F.when(F.col("_pattern") == number, as_json).otherwise(detail)
+    return detail
+
+
+def ml_to_topic(ml: Column) -> Column:
+    """Managed-ledger name tenant/ns/persistent/t → topic persistent://tenant/ns/t."""
+    return F.regexp_replace(ml, r"^([^/]+)/([^/]+)/((?:non-)?persistent)/(.*)$", "$3://$1/$2/$4")
+
+
+def event_id(*parts: str) -> Column:
+    return F.sha2(F.concat_ws("|", *[F.col(p).cast("string") for p in parts]), 256)
+
+
+def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = None) -> DataFrame:
+    """Parsed log entries (LOG_LINES) → one infra event per entry that matches a pattern."""
+    patterns = patterns or PATTERNS
+    matched = entries.filter(F.col("parse_error").isNull() & F.col("ts").isNotNull()).withColumn(
+        "_pattern", _pattern_number(patterns)
+    )
+    events = matched.filter(F.col("_pattern").isNotNull()).select(
+        "ts",
+        "host",
+        "source",
+        F.element_at(
+            F.array(*[F.lit(p.event_type) for p in patterns]), F.col("_pattern") + 1
+        ).alias("event_type"),
+        F.coalesce(_extract(patterns, "topic"), ml_to_topic(_extract(patterns, "ml"))).alias(
+            "topic"
+        ),
+        _extract(patterns, "bundle").alias("bundle"),
+        _extract(patterns, "ledger_id").cast("long").alias("ledger_id"),
+        _extract(patterns, "bookie").alias("bookie"),
+        _detail(patterns).alias("detail"),
+        "raw",
+        "source_file",
+        "line_number",
+    )
+    return events.withColumns(
+        {
+            "event_id": event_id("source_file", "line_number", "event_type"),
+            "corrected_ts": F.col("ts"),
+            "clock": F.lit(UNCORRECTED),
+        }
+    ).transform(lambda df: conform(df, INFRA_EVENTS))
+
+
+def build_infra_events(lakehouse: Lakehouse) -> int:
+    """Recompute silver.infra_events (and silver.clock_offsets) from bronze logs and zk_changes.
+
+    Events are matched, each host's clock offset is estimated from events seen on two
+    sides, and `corrected_ts` is set from it. Both tables are replaced in full.
+    """
+    from pipelines.zk_events import zk_change_events
+
+    log_entries = _union([lakehouse.read(t) for t in LOG_TABLES])
+    matched = (
+        match_log_events(log_entries)
+        .unionByName(zk_change_events(lakehouse.read("zk_changes")))
+        .persist()
+    )
+    try:
+        offsets = estimate_offsets(matched)
+        lakehouse.overwrite("clock_offsets", offsets)
+        events = with_corrected_ts(matched, lakehouse.read("clock_offsets"))
+        lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
+    finally:
+        matched.unpersist()
+    count = lakehouse.read("infra_events").count()
+    log.info("infra events: %d rows", count)
+    return count
+
+
+def _union(parts: list[DataFrame]) -> DataFrame:
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result
