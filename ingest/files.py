@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,9 +11,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
+from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 
 _CHUNK = 1 << 20
+BATCH_BYTES = 1 << 30
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -22,16 +26,25 @@ class InputFile:
     content_hash: str
 
 
-def discover(root: str | Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """Files under `root` (or `root` itself) whose names end with one of `suffixes`, sorted."""
+def discover(
+    root: str | Path, suffixes: tuple[str, ...], exclude: tuple[str, ...] = ()
+) -> list[Path]:
+    """Files under `root` (or `root` itself) ending with one of `suffixes`, sorted.
+
+    exclude: suffixes of files that belong to another kind of input (e.g. '.zk.jsonl').
+    """
     root = Path(root)
     if not root.exists():
         raise InputError(f"{root}: no such file or directory")
+
+    def wanted(name: str) -> bool:
+        return name.endswith(suffixes) and not (exclude and name.endswith(exclude))
+
     if root.is_file():
-        if not root.name.endswith(suffixes):
+        if not wanted(root.name):
             raise InputError(f"{root}: expected a file ending in {' or '.join(suffixes)}")
         return [root.resolve()]
-    return sorted(p.resolve() for p in root.rglob("*") if p.is_file() and p.name.endswith(suffixes))
+    return sorted(p.resolve() for p in root.rglob("*") if p.is_file() and wanted(p.name))
 
 
 def fingerprint(path: Path) -> InputFile:
@@ -86,3 +99,32 @@ def _local_path(uri: Column) -> Column:
     """file:///a%20b → /a b. A literal '+' in a URI is a '+' (spaces are %20), so keep it."""
     path = F.regexp_replace(uri, r"^file:(//)?", "")
     return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
+
+
+def new_files(
+    lakehouse: Lakehouse, kind: str, paths: list[Path], progress: Progress | None = None
+) -> list[InputFile]:
+    """The files of `paths` not yet ingested as `kind` (same path and content hash = done)."""
+    done = lakehouse.read("ingested_files").filter(F.col("kind") == kind)
+    seen = {(r.path, r.content_hash) for r in done.select("path", "content_hash").collect()}
+    new = []
+    for number, path in enumerate(paths, 1):
+        fp = fingerprint(path)
+        if (fp.path, fp.content_hash) not in seen:
+            new.append(fp)
+        if progress:
+            progress(f"hashed {number}/{len(paths)} files")
+    return new
+
+
+def batches(files: list[InputFile], batch_bytes: int = BATCH_BYTES) -> list[list[InputFile]]:
+    """Consecutive groups of whole files of about `batch_bytes` each (a big file alone)."""
+    groups: list[list[InputFile]] = []
+    size = batch_bytes
+    for f in files:
+        if size + f.size_bytes > batch_bytes and (not groups or groups[-1]):
+            groups.append([])
+            size = 0
+        groups[-1].append(f)
+        size += f.size_bytes
+    return groups

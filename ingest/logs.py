@@ -12,7 +12,6 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ingest.files import InputFile, discover, fingerprint, read_numbered_lines
+from ingest.files import InputFile, Progress, batches, discover, new_files, read_numbered_lines
 from ingest.log_format import parse_log_lines
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import UsageError
@@ -31,8 +30,6 @@ log = logging.getLogger(__name__)
 
 SOURCE_TABLE = {"broker": "broker_log", "bookie": "bookie_log", "client": "client_log"}
 LOG_SUFFIXES = (".log", ".log.gz", ".out")
-BATCH_BYTES = 1 << 30
-Progress = Callable[[str], None]
 
 # bin/pulsar-daemon names its files pulsar-<command>-<hostname>.log
 _DAEMON_FILE = re.compile(
@@ -86,11 +83,10 @@ def ingest_logs(
     say = progress or (lambda _: None)
     kind = f"log:{source}"
     paths = discover(path, LOG_SUFFIXES)
-    seen = _already_ingested(lakehouse, kind)
-    new = [fp for fp in map(fingerprint, paths) if (fp.path, fp.content_hash) not in seen]
+    new = new_files(lakehouse, kind, paths)
     report = LogIngestReport(source, SOURCE_TABLE[source], len(new), len(paths) - len(new))
     report.timestamp_zone = zone
-    for batch in _batches(new):
+    for batch in batches(new):
         hosts = {f.path: host or host_from_filename(f.path) for f in batch}
         counts = _ingest_batch(lakehouse, batch, source, hosts, zone, kind)
         for key in ("lines", "entries", "parse_errors"):
@@ -99,23 +95,6 @@ def ingest_logs(
     report.seconds = round(time.monotonic() - started, 3)
     log.info("ingest logs: %s", report.as_dict())
     return report
-
-
-def _already_ingested(lakehouse: Lakehouse, kind: str) -> set[tuple[str, str]]:
-    files = lakehouse.read("ingested_files").filter(F.col("kind") == kind)
-    return {(r.path, r.content_hash) for r in files.select("path", "content_hash").collect()}
-
-
-def _batches(files: list[InputFile]) -> list[list[InputFile]]:
-    batches: list[list[InputFile]] = []
-    size = BATCH_BYTES
-    for f in files:
-        if size + f.size_bytes > BATCH_BYTES and (not batches or batches[-1]):
-            batches.append([])
-            size = 0
-        batches[-1].append(f)
-        size += f.size_bytes
-    return batches
 
 
 def with_lineage(

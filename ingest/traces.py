@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,16 +20,15 @@ from pyspark.sql import functions as F
 
 from checks.gate import gate_rows
 from checks.run_checks import check_ingested_runs
-from ingest.files import InputFile, discover, fingerprint, read_numbered_lines
+from ingest.files import InputFile, Progress, batches, discover, new_files, read_numbered_lines
 from ingest.trace_format import FORMAT_CHECK, ROLE_TABLE, parse_lines, target_table, with_defaults
+from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import INGESTED_FILES, QUARANTINE, TABLES, conform
 
 log = logging.getLogger(__name__)
 
 TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
-BATCH_BYTES = 1 << 30
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -53,18 +51,12 @@ def ingest_traces(
     """Ingest every new trace file under `path`; return what was read, accepted and refused."""
     started = time.monotonic()
     say = progress or (lambda _: None)
-    paths = discover(path, TRACE_SUFFIXES)
-    seen = _already_ingested(lakehouse)
-    new = []
-    for number, p in enumerate(paths, 1):
-        fp = fingerprint(p)
-        if (fp.path, fp.content_hash) not in seen:
-            new.append(fp)
-        say(f"hashed {number}/{len(paths)} files")
+    paths = discover(path, TRACE_SUFFIXES, exclude=ZK_SUFFIXES)
+    new = new_files(lakehouse, "trace", paths, say)
     report = IngestReport(files=len(new), skipped_files=len(paths) - len(new))
     runs: set[str] = set()
     done = 0
-    for batch in _batches(new):
+    for batch in batches(new):
         counts, batch_runs = _ingest_batch(lakehouse, batch)
         report.records += counts["records"]
         report.accepted += counts["accepted"]
@@ -77,23 +69,6 @@ def ingest_traces(
     report.seconds = round(time.monotonic() - started, 3)
     log.info("ingest traces: %s", report.as_dict())
     return report
-
-
-def _already_ingested(lakehouse: Lakehouse) -> set[tuple[str, str]]:
-    files = lakehouse.read("ingested_files").filter(F.col("kind") == "trace")
-    return {(r.path, r.content_hash) for r in files.select("path", "content_hash").collect()}
-
-
-def _batches(files: list[InputFile]) -> list[list[InputFile]]:
-    batches: list[list[InputFile]] = []
-    size = BATCH_BYTES
-    for f in files:
-        if size + f.size_bytes > BATCH_BYTES and (not batches or batches[-1]):
-            batches.append([])
-            size = 0
-        batches[-1].append(f)
-        size += f.size_bytes
-    return batches
 
 
 def _ingest_batch(lakehouse: Lakehouse, files: list[InputFile]) -> tuple[dict[str, int], set[str]]:

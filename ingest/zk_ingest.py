@@ -21,14 +21,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ingest.files import InputFile, discover, fingerprint, read_numbered_lines
+from ingest.files import InputFile, discover, new_files, read_numbered_lines
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import INGESTED_FILES, QUARANTINE, ZK_CHANGES, conform
 
 log = logging.getLogger(__name__)
 
 KIND = "zk"
-ZK_SUFFIXES = (".jsonl", ".jsonl.gz")
+# Distinct from traces (*.jsonl), so that both can sit in one capture folder.
+ZK_SUFFIXES = (".zk.jsonl", ".zk.jsonl.gz")
 OPS = ["snapshot", "create", "change", "delete", "resync"]
 
 # One line of a capture file, as zk_capture writes it.
@@ -89,14 +90,7 @@ def ingest_zk(
     started = time.monotonic()
     say = progress or (lambda _: None)
     paths = discover(path, ZK_SUFFIXES)
-    seen = {
-        (r.path, r.content_hash)
-        for r in lakehouse.read("ingested_files")
-        .filter(F.col("kind") == KIND)
-        .select("path", "content_hash")
-        .collect()
-    }
-    new = [fp for fp in map(fingerprint, paths) if (fp.path, fp.content_hash) not in seen]
+    new = new_files(lakehouse, KIND, paths)
     report = ZkIngestReport(files=len(new), skipped_files=len(paths) - len(new))
     if new:
         counts = _ingest_batch(lakehouse, new)

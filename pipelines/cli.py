@@ -37,18 +37,31 @@ OUTAGE_COLUMNS = [
 MAX_EXPLANATIONS = 20
 
 
-def render(result: dict[str, Any], anomalies: list[dict[str, Any]]) -> str:
+def _first_cause(finding: dict[str, Any]) -> str:
+    causes = finding.get("causes") or []
+    return f"\n    probable cause: {causes[0]['reason']}" if causes else ""
+
+
+def render(result: dict[str, Any]) -> str:
     """The people's view of an analyze/summary result: runs, outages, explained anomalies."""
     parts = []
     if "ingest" in result:
         parts.append("ingest\n" + format_table([result["ingest"]]))
     parts.append("runs\n" + format_table(result["runs"], RUN_COLUMNS))
     parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
-    if anomalies:
-        lines = [f"- [{a['run_id']}] {a['kind']}: {a['explanation']}" for a in anomalies]
-        more = len(lines) - MAX_EXPLANATIONS
-        lines = lines[:MAX_EXPLANATIONS] + ([f"... and {more} more"] if more > 0 else [])
-        parts.append("anomalies\n" + "\n".join(lines))
+    explained = [
+        f"- [{o['run_id']}] outage of {o['duration_ms']:.0f} ms at {o['start']}{_first_cause(o)}"
+        for o in result["outages"]
+        if o.get("causes")
+    ]
+    explained += [
+        f"- [{a['run_id']}] {a['kind']}: {a['explanation']}{_first_cause(a)}"
+        for a in result.get("anomalies", [])
+    ]
+    if explained:
+        more = len(explained) - MAX_EXPLANATIONS
+        lines = explained[:MAX_EXPLANATIONS] + ([f"... and {more} more"] if more > 0 else [])
+        parts.append("findings\n" + "\n".join(lines))
     return "\n\n".join(parts)
 
 
@@ -63,26 +76,23 @@ def _exit_code(ctx: Context, result: dict[str, Any]) -> int:
     return EXIT_ANOMALIES if failing else EXIT_OK
 
 
-def _anomalies(ctx: Context) -> list[dict[str, Any]]:
-    from pipelines.summary import anomaly_rows
-
-    return anomaly_rows(ctx.lakehouse)
-
-
 def cmd_analyze(ctx: Context) -> int:
     from ingest.cli import terminal_progress
     from pulsar_audit.jobs import analyze
 
     result = analyze(ctx.lakehouse, ctx.config, ctx.args.path, terminal_progress(ctx))
-    anomalies = _anomalies(ctx)
-    ctx.emit(result, lambda r: render(r, anomalies))
+    ctx.emit(result, render)
     return _exit_code(ctx, result)
 
 
 def cmd_pipeline(ctx: Context) -> int:
+    from pipelines.causes import attach_causes
+    from pipelines.infra_events import build_infra_events
     from pipelines.job import run_pipeline
 
     runs = run_pipeline(ctx.lakehouse, ctx.config, ctx.args.run or None)
+    build_infra_events(ctx.lakehouse)
+    attach_causes(ctx.lakehouse, ctx.config)
     ctx.emit(
         {"recomputed": runs},
         lambda r: (
@@ -98,8 +108,7 @@ def cmd_summary(ctx: Context) -> int:
     from pipelines.summary import summary_report
 
     result = summary_report(ctx.lakehouse, ctx.args.run or None)
-    anomalies = _anomalies(ctx)
-    ctx.emit(result, lambda r: render(r, anomalies))
+    ctx.emit(result, render)
     return _exit_code(ctx, result)
 
 

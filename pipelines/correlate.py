@@ -40,10 +40,12 @@ _UNDER = "the ledger lost replicas and is under-replicated: reads can stall or f
 # kind of finding → event_type → (rank: 1 strongest, why it explains the finding)
 CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     "outage": {
+        "bundle_unload_requested": (1, _UNLOAD),
         "bundle_unload_started": (1, _UNLOAD),
-        "topic_unloading": (1, _UNLOAD),
-        "producer_disconnected": (1, _DISCONNECT),
-        "client_reconnect_scheduled": (2, _RECONNECT),
+        "bundle_shedding": (1, _UNLOAD),
+        "topic_unloading": (2, _UNLOAD),
+        "producer_disconnected": (2, _DISCONNECT),
+        "client_reconnect_scheduled": (3, _RECONNECT),
         "broker_shutdown": (1, _BROKER_DOWN),
         "zk_session_lost": (1, _ZK),
         "bundle_ownership_released": (2, _OWNER),
@@ -57,6 +59,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     },
     "duplicated": {
         "client_invalid_producer_receipt": (1, _RETRY),
+        "bundle_unload_requested": (1, _RETRY),
         "bundle_unload_started": (1, _RETRY),
         "topic_unloading": (1, _RETRY),
         "producer_disconnected": (1, _RETRY),

@@ -34,6 +34,7 @@ OUTAGE_FIELDS = (
     "end",
     "duration_ms",
     "backoff_step",
+    "causes",
 )
 ANOMALY_FIELDS = (
     "run_id",
@@ -46,6 +47,7 @@ ANOMALY_FIELDS = (
     "seq_to",
     "count",
     "explanation",
+    "causes",
 )
 
 
@@ -59,7 +61,7 @@ def _rows(
     df = lakehouse.read(table)
     if run_ids is not None:
         df = df.filter(F.col("run_id").isin(run_ids))
-    return [row.asDict() for row in df.select(*fields).orderBy(*order).collect()]
+    return [row.asDict(recursive=True) for row in df.select(*fields).orderBy(*order).collect()]
 
 
 def run_rows(
@@ -95,5 +97,12 @@ def anomaly_rows(
 
 
 def summary_report(lakehouse: Lakehouse, run_ids: list[str] | None = None) -> dict[str, Any]:
-    """{"runs": [...], "outages": [...]}: the part of `analyze --json` after "ingest"."""
-    return {"runs": run_rows(lakehouse, run_ids), "outages": outage_rows(lakehouse, run_ids)}
+    """{"runs", "outages", "anomalies"}: the part of `analyze --json` after the ingest counts.
+
+    Outages and anomalies carry `causes` (best first); anomalies are blocks, not messages.
+    """
+    return {
+        "runs": run_rows(lakehouse, run_ids),
+        "outages": outage_rows(lakehouse, run_ids),
+        "anomalies": anomaly_rows(lakehouse, run_ids),
+    }

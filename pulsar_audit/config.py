@@ -39,7 +39,7 @@ class PipelineConfig:
     # Infrastructure events from this long before a finding began until this long after it
     # ended are candidate causes.
     cause_before_ms: int = 5000
-    cause_after_ms: int = 1000
+    cause_after_ms: int = 0
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.pulsar
 
 CONTROL_MESSAGES = 100_000
 UNLOAD_MESSAGES = 20_000
+UNLOAD_EVENTS = ("bundle_unload_requested", "bundle_unload_started")
 ANOMALY_COUNTS = ("lost", "unseen", "unacked_received", "duplicated", "out_of_order")
 
 
@@ -78,3 +79,9 @@ def test_unload_in_the_middle_of_a_run(standalone, tmp_path: Path, lakehouse, co
     [run] = result["runs"]
     assert run["lost"] == 0
     assert len(result["outages"]) >= 1, result
+    # The broker log copied next to the trace names the unload as the outage's cause.
+    assert result["infra"]["log_files"] >= 1
+    first_causes = [o["causes"][0] for o in result["outages"] if o["causes"]]
+    assert any(
+        c["event_type"] in UNLOAD_EVENTS and event["target"] in c["reason"] for c in first_causes
+    ), result["outages"]

@@ -86,8 +86,8 @@ def test_outage_first_cause_is_the_unload_of_its_bundle(spark):
     assert got == {
         "o1": [
             ("bundle_unload_started", "broker-1"),
-            ("client_reconnect_scheduled", "client"),
             ("bookie_lost", "bookie-1"),
+            ("client_reconnect_scheduled", "client"),
         ]
     }
 

@@ -141,6 +141,7 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
             "end": "2025-03-04T10:00:01.050000",
             "duration_ms": 350.0,
             "backoff_step": 2,
+            "causes": [],
         }
     ]
 
@@ -149,3 +150,29 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
     again = json.loads(second.stdout)
     assert again["ingest"] == {"files": 0, "records": 0, "accepted": 0, "quarantined": 0}
     assert (again["runs"], again["outages"]) == (result["runs"], result["outages"])
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "unload-run"
+
+
+@pytest.mark.slow
+def test_real_unload_run_names_the_unload_as_the_outage_cause(lakehouse, config):
+    """The committed real run: a trace and the broker log of a bundle unload on Pulsar 4.0.7."""
+    from pulsar_audit.jobs import analyze
+
+    result = analyze(lakehouse, config, EXAMPLE)
+    assert result["infra"]["log_files"] == 2  # the broker log and the client log
+    [run] = result["runs"]
+    assert (run["sent"], run["acked"], run["lost"], run["valid"]) == (4000, 4000, 0, "true")
+    unload = max(result["outages"], key=lambda o: o["duration_ms"])
+    first = unload["causes"][0]
+    assert first["event_type"] == "bundle_unload_requested"
+    assert "public/default/0x00000000_0x40000000" in first["reason"]
+    assert first["host"] == "standalone"
+    # An outage that ended before the unload began is not blamed on it.
+    early = [o for o in result["outages"] if o["end"] < first["ts"]]
+    assert early and all(
+        c["event_type"] not in ("bundle_unload_requested", "bundle_unload_started")
+        for o in early
+        for c in o["causes"]
+    )

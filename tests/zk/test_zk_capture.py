@@ -169,7 +169,7 @@ def _wait_for(path: Path, expected: set[tuple[str, str]], timeout: float = 30) -
 
 def test_capture_records_changes_and_survives_a_restart(zookeeper, tmp_path, lakehouse, spark):
     hosts = f"127.0.0.1:{zookeeper.port}"
-    out = tmp_path / "capture.jsonl"
+    out = tmp_path / "capture.zk.jsonl"
     writer = KazooClient(hosts=hosts, timeout=10)
     writer.start()
     writer.create("/ledgers/available/readonly", makepath=True)
