@@ -120,9 +120,9 @@ def new_files(
 def batches(files: list[InputFile], batch_bytes: int = BATCH_BYTES) -> list[list[InputFile]]:
     """Consecutive groups of whole files of about `batch_bytes` each (a big file alone)."""
     groups: list[list[InputFile]] = []
-    size = batch_bytes
+    size = 0
     for f in files:
-        if size + f.size_bytes > batch_bytes and (not groups or groups[-1]):
+        if not groups or (groups[-1] and size + f.size_bytes > batch_bytes):
             groups.append([])
             size = 0
         groups[-1].append(f)

@@ -35,6 +35,7 @@ OUTAGE_COLUMNS = [
     "backoff_step",
 ]
 MAX_EXPLANATIONS = 20
+WHAT_WIDTH = 140
 
 
 def _first_cause(finding: dict[str, Any]) -> str:
@@ -112,6 +113,25 @@ def cmd_summary(ctx: Context) -> int:
     return _exit_code(ctx, result)
 
 
+def cmd_explain(ctx: Context) -> int:
+    from pipelines.explain import explain
+
+    result = explain(ctx.lakehouse, ctx.args.run_id, ctx.args.anomaly)
+    ctx.emit(result, render_timeline)
+    return EXIT_OK
+
+
+def render_timeline(result: dict[str, Any]) -> str:
+    head = f"run {result['run_id']}: {result['start']} .. {result['end']}"
+    finding = result.get("finding")
+    if finding:
+        head += f"\n{finding['kind']} {finding['id'][:12]}: {finding['explanation']}"
+        head += "".join(f"\n  cause: {c['reason']}" for c in finding["causes"])
+    columns = ["ts", "source", "host", "event_type", "what"]
+    rows = [{**row, "what": (row["what"] or "")[:WHAT_WIDTH]} for row in result["timeline"]]
+    return head + "\n\n" + format_table(rows, columns)
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     fail = argparse.ArgumentParser(add_help=False)
     fail.add_argument(
@@ -135,6 +155,16 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "--run", action="append", metavar="RUN_ID", help="recompute this run (repeatable)"
     )
     p.set_defaults(handler=cmd_pipeline)
+    p = sub.add_parser(
+        "explain",
+        parents=[common],
+        help="the merged timeline around a run or one finding",
+        description="Print client (trace), broker, bookie and ZooKeeper events on one corrected "
+        "clock around RUN, or around one anomaly or outage (--anomaly: an id or its prefix).",
+    )
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--anomaly", metavar="ID", help="anomaly_id or outage_id (a prefix is enough)")
+    p.set_defaults(handler=cmd_explain)
     p = sub.add_parser("summary", parents=[common, fail], help="print the verdicts in gold")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
     p.set_defaults(handler=cmd_summary)

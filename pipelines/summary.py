@@ -26,6 +26,7 @@ RUN_FIELDS = (
     "valid",
 )
 OUTAGE_FIELDS = (
+    "outage_id",
     "run_id",
     "topic",
     "partition",
@@ -37,6 +38,7 @@ OUTAGE_FIELDS = (
     "causes",
 )
 ANOMALY_FIELDS = (
+    "anomaly_id",
     "run_id",
     "topic",
     "subscription",

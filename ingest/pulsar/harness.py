@@ -26,6 +26,7 @@ from ingest.pulsar.cluster import ClusterState
 from ingest.pulsar.consume import drain_reader, drain_subscription
 from ingest.pulsar.recorder import Recorder
 from ingest.pulsar.spool import Spool
+from ingest.zk_capture import ZkCapture
 from pulsar_audit.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
         ),
     )
     spool = Spool(opts.out, prefix=f"trace-{opts.run_id}")
+    zk_capture = ZkWatch.start(state, opts.out / "zk" / f"{opts.run_id}.zk.jsonl")
     try:
         run = Recorder(spool, opts.run_id, topic.full, "run", "harness")
         run.emit("config", **_config_fields(opts, state))
@@ -91,10 +93,47 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     finally:
         client.close()
         spool.close()
-    summary.update(run_id=opts.run_id, out=str(opts.out), events=spool.durable)
+        zk_rows = zk_capture.stop()
+    summary.update(run_id=opts.run_id, out=str(opts.out), events=spool.durable, zk_rows=zk_rows)
     summary["logs"] = runlogs.copy_since(marks, opts.out / "logs")
     (opts.out / "capture.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
+
+
+class ZkWatch:
+    """The ZooKeeper capture running beside a harness run (a no-op without a known cluster)."""
+
+    def __init__(self, capture: ZkCapture | None):
+        self._capture = capture
+        self._stop = threading.Event()
+        self._rows = 0
+        self._thread = threading.Thread(target=self._run, name="zk-capture", daemon=True)
+
+    @classmethod
+    def start(cls, state: ClusterState | None, out: Path) -> ZkWatch:
+        ports = [
+            p.ports["zookeeper"]
+            for p in (state.processes if state else [])
+            if "zookeeper" in p.ports
+        ]
+        watch = cls(ZkCapture(f"127.0.0.1:{ports[0]}", out) if ports else None)
+        if watch._capture is not None:
+            watch._thread.start()
+        return watch
+
+    def _run(self) -> None:
+        try:
+            self._rows = self._capture.run(stop=self._stop)
+        except Exception:  # noqa: BLE001 - the capture must never fail the run it observes
+            log.warning("zk capture stopped early", exc_info=True)
+
+    def stop(self) -> int:
+        """Stop capturing; the rows written (each was fsync'd as it was written)."""
+        if self._capture is None:
+            return 0
+        self._stop.set()
+        self._thread.join(timeout=30)
+        return self._rows
 
 
 def _config_fields(opts: CaptureOptions, state: ClusterState | None) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,11 @@ def test_unload_in_the_middle_of_a_run(standalone, tmp_path: Path, lakehouse, co
     )
     summary = capture(opts, standalone)
     assert summary["chaos"]["action"] == "unload" and "error" not in summary["chaos"]
+    # ZooKeeper was watched during the run: the bundle's ownership znode went and came back.
+    assert summary["zk_rows"] > 0
+    zk_rows = [json.loads(line) for line in next((out / "zk").glob("*.zk.jsonl")).open()]
+    bundle_ops = {r["op"] for r in zk_rows if r["path"].startswith("/namespace/public/default/")}
+    assert {"create", "delete"} <= bundle_ops, sorted(bundle_ops)
 
     [event] = trace_events(out, "chaos")
     assert event["action"] == "unload"
@@ -80,7 +86,7 @@ def test_unload_in_the_middle_of_a_run(standalone, tmp_path: Path, lakehouse, co
     assert run["lost"] == 0
     assert len(result["outages"]) >= 1, result
     # The broker log copied next to the trace names the unload as the outage's cause.
-    assert result["infra"]["log_files"] >= 1
+    assert result["infra"]["log_files"] >= 1 and result["infra"]["zk_files"] == 1
     first_causes = [o["causes"][0] for o in result["outages"] if o["causes"]]
     assert any(
         c["event_type"] in UNLOAD_EVENTS and event["target"] in c["reason"] for c in first_causes

@@ -169,6 +169,16 @@ def test_real_unload_run_names_the_unload_as_the_outage_cause(lakehouse, config)
     assert first["event_type"] == "bundle_unload_requested"
     assert "public/default/0x00000000_0x40000000" in first["reason"]
     assert first["host"] == "standalone"
+    # `explain` merges trace, broker and client events around the outage on one clock.
+    from pipelines.explain import explain
+
+    timeline = explain(lakehouse, run["run_id"], unload["outage_id"][:10])
+    assert timeline["finding"]["id"] == unload["outage_id"]
+    kinds = [(e["source"], e["event_type"]) for e in timeline["timeline"]]
+    assert ("trace", "run_chaos") in kinds
+    assert kinds.index(("broker", "bundle_unload_requested")) < kinds.index(
+        ("client", "client_reconnect_scheduled")
+    )
     # An outage that ended before the unload began is not blamed on it.
     early = [o for o in result["outages"] if o["end"] < first["ts"]]
     assert early and all(

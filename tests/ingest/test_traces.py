@@ -200,3 +200,12 @@ def test_ingest_counts_reasons_and_reingest(lakehouse, tmp_path: Path):
     assert lakehouse.read("consumer_events").count() == 1
     assert lakehouse.read("run_events").count() == 1
     assert lakehouse.read("quarantine").count() == 11
+
+
+def test_batches_keep_whole_files_and_empty_ones():
+    from ingest.files import InputFile, batches
+
+    files = [InputFile(f"f{i}", size, "h") for i, size in enumerate([0, 5, 0, 7, 3])]
+    assert batches([]) == []
+    got = [[f.path for f in group] for group in batches(files, batch_bytes=8)]
+    assert got == [["f0", "f1", "f2"], ["f3"], ["f4"]]
