@@ -5,35 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pipelines.summary import OUTAGE_FIELDS, RUN_FIELDS
 from pulsar_audit.cli import EXIT_ANOMALIES, EXIT_OK, Context
 from pulsar_audit.output import format_table
 
-RUN_COLUMNS = [
-    "run_id",
-    "topic",
-    "subscription",
-    "sent",
-    "acked",
-    "nacked",
-    "received",
-    "lost",
-    "unseen",
-    "unacked_received",
-    "duplicated",
-    "redelivered",
-    "out_of_order",
-    "valid",
-]
-OUTAGE_COLUMNS = [
-    "run_id",
-    "topic",
-    "partition",
-    "producer",
-    "start",
-    "end",
-    "duration_ms",
-    "backoff_step",
-]
+RUN_COLUMNS = list(RUN_FIELDS)
+OUTAGE_COLUMNS = [f for f in OUTAGE_FIELDS if f not in ("outage_id", "causes")]
 MAX_EXPLANATIONS = 20
 WHAT_WIDTH = 140
 

@@ -24,7 +24,7 @@ _UNLOAD = (
     "unloading the topic's bundle disconnects its producers and consumers; clients "
     "reconnect with exponential backoff (100, 200, 400 ms ...)"
 )
-_OWNER = "the bundle changed owner: the topic was closed on one broker and loaded again"
+_OWNER = "a broker (re)acquired the bundle and loaded its topics: clients wait until it is ready"
 _DISCONNECT = "the broker closed the producer's connection; the client retries with backoff"
 _RECONNECT = "the client scheduled a reconnection after losing its broker"
 _BROKER_DOWN = "the broker went down: its topics are unavailable until another broker owns them"
