@@ -131,6 +131,7 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
     result = json.loads(first.stdout)
     assert result["ingest"] == {"files": 17, "records": 2225, "accepted": 2225, "quarantined": 0}
     assert result["runs"] == _expected_runs()
+    assert [len(o.pop("outage_id")) for o in result["outages"]] == [64]
     assert result["outages"] == [
         {
             "run_id": "run-faults",
@@ -148,8 +149,23 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
     second = _analyze(folder, tmp_path / "lakehouse")
     assert second.returncode == 0, second.stderr[-3000:]
     again = json.loads(second.stdout)
+    for outage in again["outages"]:
+        outage.pop("outage_id")
     assert again["ingest"] == {"files": 0, "records": 0, "accepted": 0, "quarantined": 0}
     assert (again["runs"], again["outages"]) == (result["runs"], result["outages"])
+    assert again["anomalies"] == result["anomalies"]
+    assert sorted(
+        (a["run_id"], a["kind"], a["seq_from"], a["seq_to"]) for a in again["anomalies"]
+    ) == [
+        ("run-dedup", "duplicated", 5, 6),
+        ("run-faults", "duplicated", 100, 104),
+        ("run-faults", "lost", 50, 52),
+        ("run-faults", "out_of_order", 200, 200),
+        ("run-faults", "redelivered", 150, 151),
+        ("run-faults", "unacked_received", 260, 260),
+        ("run-orphan", "lost", 999, 999),
+        ("run-unseen", "unseen", 10, 10),
+    ]
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "unload-run"

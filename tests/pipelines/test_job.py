@@ -41,7 +41,9 @@ def test_run_pipeline_twice_gives_identical_gold(spark, lakehouse: Lakehouse, co
         ("r1", 1, 2, "false"),
         ("r2", 1, 2, "false"),
     ]
-    assert report["outages"][0] == {
+    outage = report["outages"][0]
+    assert len(outage.pop("outage_id")) == 64  # sha2 of the natural key
+    assert outage == {
         "run_id": "r1",
         "topic": "t",
         "partition": -1,
@@ -50,6 +52,7 @@ def test_run_pipeline_twice_gives_identical_gold(spark, lakehouse: Lakehouse, co
         "end": at(450),
         "duration_ms": 448.0,
         "backoff_step": 2,
+        "causes": [],
     }
     assert [a["kind"] for a in anomaly_rows(lakehouse, ["r2"])] == ["lost"]
 
