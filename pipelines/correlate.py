@@ -34,6 +34,7 @@ _RETRY = (
     "an ack was lost in the failover, so the producer resent messages that were "
     "already stored, and without deduplication they were written again"
 )
+_REPLACED = "a bookie was replaced in the ledger's ensemble: writes pause until the new one is in"
 _BOOKIE_GONE = "a bookie holding the entries went away; with all Qw copies gone the data is lost"
 _UNDER = "the ledger lost replicas and is under-replicated: reads can stall or fail"
 
@@ -54,7 +55,8 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
         "topic_closed": (2, "the topic was closed on its broker"),
         "topic_fenced": (2, "the topic was fenced after a write failure"),
         "bookie_write_error": (2, _WRITE),
-        "new_ensemble": (2, "a bookie was replaced in the ledger's ensemble"),
+        "new_ensemble": (2, _REPLACED),
+        "bookie_replaced": (2, _REPLACED),
         "bookie_lost": (2, _BOOKIE_GONE),
     },
     "duplicated": {
@@ -73,6 +75,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
         "bookie_lost": (1, _BOOKIE_GONE),
         "ledger_under_replicated": (1, _UNDER),
         "new_ensemble": (2, "the ensemble changed while the entries were being written"),
+        "bookie_replaced": (2, "a bookie was replaced while the entries were being written"),
         "bookie_read_only": (2, "a bookie turned read-only"),
         "ledger_recovery": (2, "ledger recovery decided the last entry; later writes were cut"),
         "broker_shutdown": (2, _BROKER_DOWN),

@@ -19,12 +19,21 @@ from pulsar_audit.schemas import CLOCK_OFFSETS, LOG_LINES, ZK_CHANGES
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 FILES = {
     "broker": ["broker-standalone.log", "broker-dedup.log", "pulsar-broker-broker-1.log"]
+    + ["real-kill-bookie-broker.log", "real-kill-broker-broker.log", "real-zk-pause-broker.log"]
     + ["reference-forms-broker.log"],
-    "bookie": ["bookie-standalone.log", "pulsar-bookie-bk1.log", "reference-forms-bookie.log"],
+    "bookie": ["bookie-standalone.log", "pulsar-bookie-bk1.log", "real-kill-bookie-bookie.log"]
+    + ["real-kill-broker-bookie.log", "real-zk-pause-bookie.log", "reference-forms-bookie.log"],
     "client": ["client-unload.log"],
 }
 T2, BUNDLE = "persistent://public/default/t2", "public/default/0x40000000_0x80000000"
 ORDERS = "persistent://public/default/orders"
+# the real 2-broker / 3-bookie runs (E-Qw-Qa 2-2-2): kill -9 of a bookie, of a broker
+KB = "persistent://public/default/audit-kill-bookie-20261122T034137-1c33"
+KBR = "persistent://public/default/audit-kill-broker-20261122T034155-c144"
+CHANGES = "persistent://public/default/__change_events"
+B1, B2, B3 = "127.0.0.1:57761", "127.0.0.1:46993", "127.0.0.1:36305"  # bookie-1 was killed
+KILL_BOOKIE_BROKER = "real-kill-bookie-broker.log"
+KILL_BROKER_BROKER = "real-kill-broker-broker.log"
 
 # (file, line) → (event_type, topic, bundle, ledger_id, bookie): one per real or reference form
 EXPECTED = {
@@ -103,33 +112,71 @@ EXPECTED = {
     )
     + (None, None, None),
     ("client-unload.log", 18): ("client_connection_closed", None, None, None, None),
+    (KILL_BOOKIE_BROKER, 1): ("ledger_ensemble", None, None, 4, f"{B2}, {B1}"),
+    (KILL_BOOKIE_BROKER, 2): ("ledger_created", KB, None, 4, None),
+    (KILL_BOOKIE_BROKER, 4): ("bookie_write_error", None, None, 4, B1),
+    (KILL_BOOKIE_BROKER, 5): ("bookie_replaced", None, None, None, B1),
+    (KILL_BOOKIE_BROKER, 6): ("bookie_write_error", None, None, 4, B1),
+    (KILL_BOOKIE_BROKER, 7): ("new_ensemble", None, None, 4, f"{B2}, {B3}"),
+    (KILL_BOOKIE_BROKER, 8): ("ensemble_placement_warning", None, None, None, f"{B3}, {B1}"),
+    (KILL_BOOKIE_BROKER, 9): ("ledger_ensemble", None, None, 5, f"{B3}, {B1}"),
+    (KILL_BOOKIE_BROKER, 10): ("bookie_write_error", None, None, 5, B1),
+    (KILL_BOOKIE_BROKER, 11): ("bookie_replaced", None, None, None, B1),
+    (KILL_BOOKIE_BROKER, 12): ("new_ensemble", None, None, 5, f"{B3}, {B2}"),
+    (KILL_BOOKIE_BROKER, 13): ("bookie_lost", None, None, None, B1),
+    ("real-kill-bookie-bookie.log", 1): ("bookie_start", None, None, None, None),
+    ("real-kill-bookie-bookie.log", 2): ("bookie_start", None, None, None, None),
+    ("real-kill-bookie-bookie.log", 3): ("bookie_registered", None, None, None, None),
+    ("real-kill-bookie-bookie.log", 4): ("bookie_registered", None, None, None, B1),
+    ("real-kill-bookie-bookie.log", 7): ("bookie_start_failed", None, None, None, None),
+    ("real-kill-bookie-bookie.log", 9): ("bookie_shutdown", None, None, None, None),
+    (KILL_BROKER_BROKER, 1): ("client_reconnect_scheduled", CHANGES, None, None, None),
+    (KILL_BROKER_BROKER, 2): ("client_reconnect_scheduled", CHANGES, None, None, None),
+    (KILL_BROKER_BROKER, 4): ("broker_start", None, None, None, None),
+    (KILL_BROKER_BROKER, 5): ("bundle_ownership_lost", None)
+    + ("public/default/0xb0000000_0xc0000000", None, None),
+    (KILL_BROKER_BROKER, 6): ("bundle_ownership_acquired", None)
+    + ("public/default/0xb0000000_0xc0000000", None, None),
+    (KILL_BROKER_BROKER, 7): ("ledger_recovery", None, None, 0, None),
+    (KILL_BROKER_BROKER, 8): ("managed_ledger_opened", KBR, None, None, None),
+    (KILL_BROKER_BROKER, 9): ("ledger_recovery", None, None, 6, None),
+    (KILL_BROKER_BROKER, 10): ("ledger_ensemble", None, None, 8, f"{B3}, {B2}"),
+    (KILL_BROKER_BROKER, 11): ("ledger_created", KBR, None, 8, None),
+    (KILL_BROKER_BROKER, 12): ("topic_loaded", KBR, None, None, None),
+    ("real-kill-broker-bookie.log", 2): ("ledger_fenced", None, None, 0, None),
+    ("real-kill-broker-bookie.log", 3): ("ledger_fenced", None, None, 0, None),
+    ("real-kill-broker-bookie.log", 4): ("ledger_fenced", None, None, 6, None),
+    ("real-zk-pause-broker.log", 1): ("zk_disconnected", None, None, None, None),
+    ("real-zk-pause-broker.log", 2): ("zk_disconnected", None, None, None, None),
+    ("real-zk-pause-broker.log", 3): ("zk_disconnected", None, None, None, None),
+    ("real-zk-pause-broker.log", 4): ("zk_disconnected", None, None, None, None),
+    ("real-zk-pause-broker.log", 5): ("zk_connected", None, None, None, None),
+    ("real-zk-pause-broker.log", 7): ("zk_session_reestablished", None, None, None, None),
+    ("real-zk-pause-broker.log", 8): ("zk_session_reestablished", None, None, None, None),
+    ("real-zk-pause-bookie.log", 1): ("zk_disconnected", None, None, None, None),
+    ("real-zk-pause-bookie.log", 2): ("zk_disconnected", None, None, None, None),
+    ("real-zk-pause-bookie.log", 3): ("zk_disconnected", None, None, None, None),
+    ("real-zk-pause-bookie.log", 4): ("zk_session_lost", None, None, None, None),
+    ("real-zk-pause-bookie.log", 5): ("zk_session_lost", None, None, None, None),
+    ("real-zk-pause-bookie.log", 6): ("zk_session_lost", None, None, None, None),
+    ("real-zk-pause-bookie.log", 7): ("zk_session_lost", None, None, None, None),
+    ("real-zk-pause-bookie.log", 8): ("zk_connected", None, None, None, None),
+    ("real-zk-pause-bookie.log", 9): ("zk_session_reestablished", None, None, None, None),
+    ("real-zk-pause-bookie.log", 10): ("zk_session_reestablished", None, None, None, None),
+    ("real-zk-pause-bookie.log", 11): ("bookie_registered", None, None, None, B2),
     ("reference-forms-broker.log", 1): ("topic_fenced", ORDERS, None, None, None),
     ("reference-forms-broker.log", 2): ("topic_unfenced", ORDERS, None, None, None),
     ("reference-forms-broker.log", 3): ("ledger_closed", ORDERS, None, 12, None),
     ("reference-forms-broker.log", 4): ("ledger_closed", ORDERS, None, 12, None),
     ("reference-forms-broker.log", 5): ("ledger_created", ORDERS, None, 13, None),
     ("reference-forms-broker.log", 6): ("managed_ledger_fenced", ORDERS, None, None, None),
-    ("reference-forms-broker.log", 7): ("ledger_recovery", None, None, 12, None),
-    ("reference-forms-broker.log", 8): ("new_ensemble", None, None, 13)
-    + ("10.0.0.11:3181, 10.0.0.13:3181",),
-    ("reference-forms-broker.log", 9): ("bookie_write_error", None, None, 13, "10.0.0.12:3181"),
-    ("reference-forms-broker.log", 10): ("bookie_lost", None, None, None, "10.0.0.12:3181"),
-    ("reference-forms-broker.log", 11): ("bookie_read_only", None, None, None, "10.0.0.14:3181"),
-    ("reference-forms-broker.log", 12): ("zk_session_lost", None, None, None, None),
-    ("reference-forms-broker.log", 13): ("zk_session_reestablished", None, None, None, None),
-    ("reference-forms-broker.log", 14): ("ledger_fenced", None, None, 12, "10.0.0.11:3181"),
-    ("reference-forms-broker.log", 15): (
-        "client_reconnect_scheduled",
-        "persistent://public/default/__change_events",
-        None,
-        None,
-        None,
-    ),
-    ("reference-forms-bookie.log", 1): ("ledger_fenced", None, None, 12, None),
-    ("reference-forms-bookie.log", 2): ("bookie_read_only", None, None, None, None),
-    ("reference-forms-bookie.log", 3): ("ledger_under_replicated", None, None, 12)
+    ("reference-forms-broker.log", 7): ("bookie_read_only", None, None, None, "10.0.0.14:3181"),
+    ("reference-forms-broker.log", 8): ("zk_session_lost", None, None, None, None),
+    ("reference-forms-broker.log", 9): ("ledger_fenced", None, None, 12, "10.0.0.11:3181"),
+    ("reference-forms-bookie.log", 1): ("bookie_read_only", None, None, None, None),
+    ("reference-forms-bookie.log", 2): ("ledger_under_replicated", None, None, 12)
     + ("10.0.0.12:3181",),
-    ("reference-forms-bookie.log", 4): ("ledger_re_replicated", None, None, 12, None),
+    ("reference-forms-bookie.log", 3): ("ledger_re_replicated", None, None, 12, None),
 }
 
 
@@ -176,6 +223,10 @@ def test_every_supported_kind_from_fixture_lines(built):
     assert receipt.detail == (
         '{"connection":"127.0.0.1:42478 -> 127.0.0.1:6650","producer_id":"0","seq":"40904"}'
     )
+    replaced = events[(KILL_BOOKIE_BROKER, 5)]
+    assert replaced.detail == f'{{"ensemble":"{B2}, {B1}","replacement":"{B3}"}}'
+    recovered = events[(KILL_BROKER_BROKER, 9)]
+    assert recovered.detail == '{"entry_id":"10605"}'
     # lines that are no happening (connection setup, lookups, parse errors) give no event
     assert ("client-unload.log", 1) not in events
     assert ("broker-standalone.log", 1) not in events

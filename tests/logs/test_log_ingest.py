@@ -75,13 +75,15 @@ def test_broker_log_entries_stack_trace_and_parse_errors(lakehouse, tmp_path):
 def test_bookkeeper_layout_without_offset_is_read_as_utc(lakehouse):
     report = ingest_logs(lakehouse, FIXTURES / "reference-forms-bookie.log", "bookie", host="bk2")
     rows = _rows(lakehouse, "bookie_log")
-    assert (report.entries, report.parse_errors, report.timestamp_zone) == (4, 0, "UTC")
+    assert (report.entries, report.parse_errors, report.timestamp_zone) == (3, 0, "UTC")
     first = rows[1]
-    assert first["ts"] == datetime(2025, 3, 4, 10, 15, 31, 456000)
-    assert first["thread"] == "BookieReadThreadPool-OrderedExecutor-0-0"
-    assert (first["level"], first["logger"]) == ("WARN", "ReadEntryProcessor")
-    assert first["message"] == "Ledger: 12  fenced by: /10.0.0.5:51234"
-    assert rows[4]["logger"] == "ReplicationWorker"  # the file appender's variant (no "- ")
+    assert first["ts"] == datetime(2025, 3, 4, 10, 15, 31, 457000)
+    assert first["thread"] == "BookieStateManagerService-0"
+    assert (first["level"], first["logger"]) == ("INFO", "BookieStateManager")
+    assert first["message"] == (
+        "Transitioning Bookie to ReadOnly mode, and will serve only read requests from clients!"
+    )
+    assert rows[3]["logger"] == "ReplicationWorker"  # the file appender's variant (no "- ")
 
 
 def test_cpp_client_layout_in_a_given_time_zone(lakehouse):
