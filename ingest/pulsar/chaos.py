@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 
 ACTIONS = ("unload", "kill-broker", "kill-bookie", "stop-bookie")
 NEEDS_MULTI = ("kill-broker", "kill-bookie", "stop-bookie")
-BOOKIE_DOWN_S = 3.0  # how long a killed or stopped bookie stays down before its restart
+# How long a killed or stopped bookie stays down before its restart: longer than its ZooKeeper
+# session (BookKeeper's zkTimeout, 10 s by default), or the restarted bookie finds its old
+# registration still there and shuts down (LockBusyException), leaving the cluster a bookie short.
+BOOKIE_DOWN_S = 12.0
 
 
 @dataclass(frozen=True)
