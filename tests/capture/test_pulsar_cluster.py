@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,29 @@ def test_kill_broker_loses_no_acknowledged_message(multi, tmp_path: Path) -> Non
         "bookie-2.log",
         "bookie-3.log",
     ]
+
+
+def test_kill_bookie_restarts_it_and_loses_no_acknowledged_message(multi, tmp_path: Path) -> None:
+    out = tmp_path / "kill-bookie"
+    opts = capture_opts(
+        multi,
+        out,
+        topic="kill-bookie",
+        messages=MESSAGES,
+        config=(2, 2, 2),
+        chaos=ChaosSpec.parse(f"kill-bookie@{MESSAGES // 2}"),
+        scenario="kill-bookie",
+    )
+    summary = capture(opts, multi)
+    assert "error" not in summary["chaos"], summary["chaos"]
+    [chaos] = trace_events(out, "chaos")
+    victim = multi.get(chaos["target"])
+    assert victim.role == "bookie" and chaos["pid"] != victim.pid
+    # Down longer than its ZooKeeper session, the restarted bookie registers and stays up.
+    time.sleep(5)
+    assert process.is_alive(victim.pid)
+    log = (out / "logs" / "bookie" / f"{victim.name}.log").read_text()
+    assert "LockBusyException" not in log
+    acked = {event["seq"] for event in trace_events(out, "ack")}
+    received = {event["seq"] for event in trace_events(out, "receive")}
+    assert len(acked) == MESSAGES and acked - received == set()
