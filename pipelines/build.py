@@ -87,10 +87,3 @@ def build_summary(
         run_deduplication(bronze.run_events),
         bronze.check_results,
     )
-
-
-def build_gold(bronze: Bronze, silver: Silver, pipeline: PipelineConfig) -> Gold:
-    """gold.anomalies, gold.outages and gold.run_summary in one go (the job writes the
-    findings first and summarizes what it wrote)."""
-    anomalies, outages = build_findings(bronze, silver, pipeline)
-    return Gold(anomalies, outages, build_summary(bronze, silver, anomalies, outages))
