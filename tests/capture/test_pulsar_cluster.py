@@ -28,22 +28,26 @@ def multi(tmp_path_factory: pytest.TempPathFactory):
         cluster.down(workdir)
 
 
-def test_kill_broker_loses_no_acknowledged_message(multi, tmp_path: Path) -> None:
-    out = tmp_path / "kill-broker"
+def _capture_with(multi, tmp_path: Path, action: str):  # noqa: ANN001, ANN202
+    """Capture MESSAGES with `action` at half of them; (out dir, chaos event, victim spec)."""
+    out = tmp_path / action
     opts = capture_opts(
         multi,
         out,
-        topic="kill-broker",
+        topic=action,
         messages=MESSAGES,
         config=(2, 2, 2),
-        chaos=ChaosSpec.parse(f"kill-broker@{MESSAGES // 2}"),
-        scenario="kill-broker",
+        chaos=ChaosSpec.parse(f"{action}@{MESSAGES // 2}"),
+        scenario=action,
     )
     summary = capture(opts, multi)
     assert "error" not in summary["chaos"], summary["chaos"]
-
     [chaos] = trace_events(out, "chaos")
-    victim = multi.get(chaos["target"])
+    return out, chaos, multi.get(chaos["target"])
+
+
+def test_kill_broker_loses_no_acknowledged_message(multi, tmp_path: Path) -> None:
+    out, chaos, victim = _capture_with(multi, tmp_path, "kill-broker")
     assert victim.role == "broker"
     assert chaos["pid"] != victim.pid  # the state now has the restarted process
     assert process.is_alive(victim.pid)
@@ -61,20 +65,7 @@ def test_kill_broker_loses_no_acknowledged_message(multi, tmp_path: Path) -> Non
 
 
 def test_kill_bookie_restarts_it_and_loses_no_acknowledged_message(multi, tmp_path: Path) -> None:
-    out = tmp_path / "kill-bookie"
-    opts = capture_opts(
-        multi,
-        out,
-        topic="kill-bookie",
-        messages=MESSAGES,
-        config=(2, 2, 2),
-        chaos=ChaosSpec.parse(f"kill-bookie@{MESSAGES // 2}"),
-        scenario="kill-bookie",
-    )
-    summary = capture(opts, multi)
-    assert "error" not in summary["chaos"], summary["chaos"]
-    [chaos] = trace_events(out, "chaos")
-    victim = multi.get(chaos["target"])
+    out, chaos, victim = _capture_with(multi, tmp_path, "kill-bookie")
     assert victim.role == "bookie" and chaos["pid"] != victim.pid
     # Down longer than its ZooKeeper session, the restarted bookie registers and stays up.
     time.sleep(5)
