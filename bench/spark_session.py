@@ -11,6 +11,5 @@ from pulsar_audit.spark import get_spark
 
 
 def local_spark(scratch: Path) -> SparkSession:
-    """`get_spark` with the embedded local config, its warehouse under `scratch`."""
-    config = load_config("local", lakehouse=str(scratch))
-    return get_spark(config, extra_conf={"spark.ui.enabled": "false"})
+    """`get_spark` with the embedded local config as the CLI builds it, lakehouse at `scratch`."""
+    return get_spark(load_config("local", lakehouse=str(scratch)))

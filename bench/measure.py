@@ -1,0 +1,116 @@
+"""Run one command as its own process tree and measure it: wall time and peak RSS of the tree."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+SAMPLE_S = 0.2
+
+
+@dataclass
+class Measured:
+    """One process run: what ran, how long, the tree's peak RSS, and how it ended."""
+
+    name: str
+    command: list[str]
+    wall_s: float
+    peak_rss_gb: float
+    exit_code: int | None
+    status: str  # ok | failed | killed (over the memory cap) | skipped
+    stdout: str
+    stderr: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def skipped(name: str, command: list[str], why: str) -> Measured:
+    return Measured(name, command, 0.0, 0.0, None, f"skipped: {why}", "", "")
+
+
+def _tree_rss(root: psutil.Process) -> tuple[int, list[psutil.Process]]:
+    """RSS in bytes of `root` and all its descendants (the JVM under a Python CLI included)."""
+    try:
+        members = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0, []
+    total = 0
+    for proc in members:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            total += proc.memory_info().rss
+    return total, members
+
+
+def _kill_tree(members: list[psutil.Process]) -> None:
+    for proc in reversed(members):  # children first
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+
+
+def run_measured(
+    name: str,
+    command: list[str],
+    logs: Path,
+    cwd: Path,
+    rss_cap_gb: float | None = None,
+    timeout_s: float | None = None,
+) -> Measured:
+    """Run `command` from a cold start, sampling the tree's RSS every 0.2 s.
+
+    stdout and stderr go to logs/<name>.out and .err. rss_cap_gb / timeout_s: kill the tree
+    (this process's own children only) when exceeded; the status says so.
+    """
+    logs.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = logs / f"{name}.out", logs / f"{name}.err"
+    peak = 0
+    status = "ok"
+    started = time.monotonic()
+    with out_path.open("w") as out, err_path.open("w") as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd, env=dict(os.environ))
+        root = psutil.Process(proc.pid)
+        stop = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak, status
+            while not stop.is_set():
+                rss, members = _tree_rss(root)
+                peak = max(peak, rss)
+                over_cap = rss_cap_gb is not None and rss > rss_cap_gb * 1e9
+                over_time = timeout_s is not None and time.monotonic() - started > timeout_s
+                if over_cap or over_time:
+                    status = (
+                        f"killed: over {rss_cap_gb} GB"
+                        if over_cap
+                        else f"killed: over {timeout_s:.0f} s"
+                    )
+                    _kill_tree(members)
+                    return
+                stop.wait(SAMPLE_S)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        exit_code = proc.wait()
+        wall = time.monotonic() - started
+        stop.set()
+        sampler.join()
+    if status == "ok" and exit_code != 0:
+        status = "failed"
+    return Measured(
+        name,
+        command,
+        round(wall, 2),
+        round(peak / 1e9, 2),
+        exit_code,
+        status,
+        out_path.read_text(),
+        err_path.read_text()[-4000:],
+    )

@@ -1,0 +1,330 @@
+"""The benchmark: pulsar-audit analyze against DuckDB SQL and an in-memory dict checker.
+
+    .venv/bin/python -m bench.run --sizes 1e4,1e5,1e6,2e6 [--with-1e7] [--workdir DIR]
+
+For each size: generate a trace once (bench/generate.py), then time each checker as a whole
+process from a cold start, sampling the peak RSS of its process tree: (a) `pulsar-audit
+analyze DIR --json` on a new lakehouse, (b) bench/duckdb_check.py, (c) bench/dict_check.py.
+All three must agree on every count; a disagreement (or a failed checker) exits 1 with the
+differences. Once per invocation, the fixed costs against a bare local Spark session with
+Delta. Prints tables; writes WORKDIR/results.json. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.counts import differences, from_analyze, totals
+from bench.measure import Measured, run_measured, skipped
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = str(REPO / ".venv" / "bin" / "python")
+CLI = str(REPO / ".venv" / "bin" / "pulsar-audit")
+PRODUCT_DIRS = ("pulsar_audit", "ingest", "checks", "pipelines", "models", "conf")
+
+
+def _size(text: str) -> tuple[str, int]:
+    return text.strip(), int(float(text))
+
+
+def _commit() -> dict[str, Any]:
+    """The commit measured, and whether the product's code differed from it (work in progress)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    changed = git("status", "--porcelain", "--", *PRODUCT_DIRS)
+    return {"commit": git("rev-parse", "HEAD"), "product_code_modified": bool(changed)}
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.work = Path(args.workdir).resolve()
+        self.results: dict[str, Any] = {
+            "command": " ".join(sys.argv),
+            **_commit(),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
+                "load_at_start": os.getloadavg(),
+                "python": platform.python_version(),
+            },
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "fixed": {},
+            "sizes": [],
+        }
+        self.failures: list[str] = []
+
+    # ------------------------------------------------------------------ helpers
+
+    def measure(self, name: str, command: list[str], **limits: Any) -> Measured:
+        print(f"  {name}: {' '.join(command)}", flush=True)
+        result = run_measured(name, command, self.work / "logs", REPO, **limits)
+        print(
+            f"    {result.status}, {result.wall_s:.1f} s, {result.peak_rss_gb:.2f} GB", flush=True
+        )
+        if result.status not in ("ok",) and not result.status.startswith("skipped"):
+            self.failures.append(f"{name}: {result.status} (exit {result.exit_code})")
+        return result
+
+    def fresh(self, path: Path) -> Path:
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+
+    def generate(self, label: str, folder: Path, messages: int, seed: int, prefix: str) -> dict:
+        """Generate once: an existing trace with the same parameters is reused."""
+        manifest = folder / "bench-manifest.json"
+        wanted = {"messages": messages, "seed": seed, "prefix": prefix, "gzip": self.args.gzip}
+        if manifest.exists() and json.loads(manifest.read_text()) == wanted:
+            print(f"  generate {label}: reusing {folder}", flush=True)
+            return {"generate_s": None, "reused": True}
+        self.fresh(folder)
+        command = [PYTHON, "-m", "bench.generate", "--messages", str(messages), "--seed", str(seed)]
+        command += ["--out", str(folder), "--run-prefix", prefix]
+        command += ["--gzip"] if self.args.gzip else []
+        result = self.measure(f"generate-{label}", command)
+        if result.status != "ok":
+            raise SystemExit(f"generating {label} failed:\n{result.stderr}")
+        manifest.write_text(json.dumps(wanted))
+        return {"generate_s": result.wall_s, "reused": False}
+
+    def analyze(self, name: str, traces: Path, lakehouse: Path) -> Measured:
+        command = [CLI, "analyze", str(traces), "--json", "--lakehouse", str(lakehouse)]
+        return self.measure(name, command, timeout_s=self.args.timeout)
+
+    # ------------------------------------------------------------------ stages
+
+    def fixed_costs(self) -> None:
+        print("fixed costs", flush=True)
+        scratch = self.work / "fixed"
+        bare = self.measure(
+            "bare-spark", [PYTHON, "-m", "bench.bare_spark", str(self.fresh(scratch / "bare"))]
+        )
+        init_lake = self.fresh(scratch / "init")
+        init = self.measure("init", [CLI, "init", "--json", "--lakehouse", str(init_lake)])
+        examples_lake = self.fresh(scratch / "examples")
+        examples = self.analyze("examples-new", REPO / "examples", examples_lake)
+        rerun = self.analyze("examples-rerun", REPO / "examples", examples_lake)
+        fixed = {"bare_spark": bare, "init": init, "examples_new": examples, "rerun": rerun}
+        self.results["fixed"] = {
+            name: {
+                **{k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")},
+                "vs_bare": round(m.wall_s / bare.wall_s, 2) if bare.wall_s else None,
+            }
+            for name, m in fixed.items()
+        }
+
+    def size(self, label: str, messages: int) -> dict[str, Any]:
+        print(f"size {label} ({messages:,} messages)", flush=True)
+        traces = self.work / "traces" / label
+        entry: dict[str, Any] = {"size": label, "messages": messages}
+        entry.update(self.generate(label, traces, messages, self.args.seed, "bench"))
+        entry["trace_bytes"] = sum(p.stat().st_size for p in traces.glob("*.jsonl*"))
+        lakehouse = self.fresh(self.work / "lakehouses" / label)
+        runs: dict[str, Measured] = {
+            "analyze": self.analyze(f"analyze-{label}", traces, lakehouse),
+            "duckdb": self.measure(
+                f"duckdb-{label}",
+                [PYTHON, "-m", "bench.duckdb_check", str(traces), "--threads", "2"],
+                timeout_s=self.args.timeout,
+            ),
+        }
+        if messages > self.args.dict_max_messages:
+            runs["dict"] = skipped(
+                f"dict-{label}", [], f"over --dict-max-messages {self.args.dict_max_messages:,}"
+            )
+        else:
+            runs["dict"] = self.measure(
+                f"dict-{label}",
+                [PYTHON, "-m", "bench.dict_check", str(traces)],
+                rss_cap_gb=self.args.dict_rss_cap_gb,
+                timeout_s=self.args.timeout,
+            )
+        entry["checkers"] = {
+            name: {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")}
+            for name, m in runs.items()
+        }
+        entry.update(self.compare(label, runs))
+        walls = {n: m.wall_s for n, m in runs.items() if m.status == "ok"}
+        entry["ratios"] = {
+            "analyze_vs_duckdb": _ratio(walls.get("analyze"), walls.get("duckdb")),
+            "dict_vs_analyze": _ratio(walls.get("dict"), walls.get("analyze")),
+        }
+        entry["lakehouse"] = str(lakehouse)
+        return entry
+
+    def compare(self, label: str, runs: dict[str, Measured]) -> dict[str, Any]:
+        """Every count of every checker that finished against DuckDB's."""
+        reports = {}
+        for name, m in runs.items():
+            if m.status != "ok":
+                continue
+            parsed = json.loads(m.stdout)
+            reports[name] = from_analyze(parsed) if name == "analyze" else parsed
+            if name == "analyze":
+                quarantined = parsed["ingest"].get("quarantined", 0)
+                if quarantined:
+                    self.failures.append(f"analyze-{label}: {quarantined} records quarantined")
+        diffs: list[str] = []
+        if "duckdb" in reports:
+            for name in ("analyze", "dict"):
+                if name in reports:
+                    diffs += differences(reports[name], reports["duckdb"])
+        records = {name: r["records"] for name, r in reports.items()}
+        if len(set(records.values())) > 1:
+            diffs.append(f"records differ: {records}")
+        if diffs:
+            self.failures.append(f"size {label}: {len(diffs)} disagreement(s)")
+        counts = totals(reports["duckdb"]) if "duckdb" in reports else {}
+        return {
+            "records": max(records.values(), default=0),
+            "agree": not diffs and len(reports) == len(runs),
+            "differences": diffs,
+            "totals": counts,
+        }
+
+    def increment(self, label: str, messages: int, lakehouse: Path, full_wall: float) -> None:
+        """One new run of 1 % of `messages` added to the lakehouse holding the size's run."""
+        inc_label = f"{label}-inc"
+        print(f"increment: a run of {messages // 100:,} messages into {lakehouse}", flush=True)
+        traces = self.work / "traces" / inc_label
+        generated = self.generate(inc_label, traces, messages // 100, self.args.seed + 1, "inc")
+        added = self.analyze(f"analyze-{inc_label}", traces, lakehouse)
+        duck = self.measure(
+            f"duckdb-{inc_label}", [PYTHON, "-m", "bench.duckdb_check", str(traces)]
+        )
+        diffs = []
+        if added.status == "ok" and duck.status == "ok":
+            product = from_analyze(json.loads(added.stdout))
+            product["runs"] = [r for r in product["runs"] if r["run_id"].startswith("inc-")]
+            product["outages"] = [o for o in product["outages"] if o["run_id"].startswith("inc-")]
+            diffs = differences(product, json.loads(duck.stdout))
+            if diffs:
+                self.failures.append(f"increment {inc_label}: {len(diffs)} disagreement(s)")
+        self.results["increment"] = {
+            "size": label,
+            "messages": messages // 100,
+            **generated,
+            "analyze": {k: v for k, v in added.as_dict().items() if k not in ("stdout", "stderr")},
+            "vs_full_run": _ratio(added.wall_s, full_wall),
+            "differences": diffs,
+        }
+
+    def run(self) -> int:
+        self.work.mkdir(parents=True, exist_ok=True)
+        if not self.args.skip_fixed:
+            self.fixed_costs()
+        sizes = [_size(s) for s in self.args.sizes.split(",") if s.strip()]
+        if self.args.with_1e7:
+            sizes.append(("1e7", 10_000_000))
+        increment_on = self.args.increment_on or ("1e7" if self.args.with_1e7 else None)
+        for label, messages in sizes:
+            entry = self.size(label, messages)
+            self.results["sizes"].append(entry)
+            self.write()
+            if label == increment_on:
+                full = entry["checkers"]["analyze"]["wall_s"]
+                self.increment(label, messages, Path(entry["lakehouse"]), full)
+                self.write()
+        self.results["failures"] = self.failures
+        self.results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.write()
+        print()
+        print(render(self.results))
+        return 1 if self.failures else 0
+
+    def write(self) -> None:
+        (self.work / "results.json").write_text(json.dumps(self.results, indent=1) + "\n")
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def render(results: dict[str, Any]) -> str:
+    """The printed tables (also in docs/performance.md's format)."""
+    lines = [
+        f"commit {results['commit'][:12]}"
+        + (" (product code modified in the work tree)" if results["product_code_modified"] else ""),
+        "",
+        "| size | records | checker | wall s | peak RSS GB | messages/s | status |",
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
+    for entry in results["sizes"]:
+        for name, m in entry["checkers"].items():
+            rate = f"{entry['messages'] / m['wall_s']:,.0f}" if m["wall_s"] else ""
+            lines.append(
+                f"| {entry['size']} | {entry['records']:,} | {name} | {m['wall_s']:.1f} "
+                f"| {m['peak_rss_gb']:.2f} | {rate} | {m['status']} |"
+            )
+    lines += ["", "| size | analyze/duckdb | dict/analyze | all agree |", "|---|---:|---:|---|"]
+    for entry in results["sizes"]:
+        r = entry["ratios"]
+        lines.append(
+            f"| {entry['size']} | {_fmt(r['analyze_vs_duckdb'])} | {_fmt(r['dict_vs_analyze'])} "
+            f"| {'yes' if entry['agree'] else 'NO'} |"
+        )
+    if results.get("fixed"):
+        lines += [
+            "",
+            "| fixed cost | wall s | peak RSS GB | × bare Spark |",
+            "|---|---:|---:|---:|",
+        ]
+        for name, m in results["fixed"].items():
+            lines.append(
+                f"| {name} | {m['wall_s']:.1f} | {m['peak_rss_gb']:.2f} | {_fmt(m['vs_bare'])} |"
+            )
+    if results.get("increment"):
+        inc = results["increment"]
+        lines += [
+            "",
+            f"increment: a {inc['messages']:,}-message run added to the {inc['size']} lakehouse: "
+            f"{inc['analyze']['wall_s']:.1f} s = {_fmt(inc['vs_full_run'])} × the full run",
+        ]
+    for failure in results.get("failures", []):
+        lines.append(f"FAILED: {failure}")
+    for entry in results["sizes"]:
+        for diff in entry["differences"][:50]:
+            lines.append(f"  {entry['size']}: {diff}")
+    return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="1e4,1e5,1e6,2e6", help="messages, comma-separated")
+    parser.add_argument("--with-1e7", action="store_true", help="add 1e7 and the 1 %% increment")
+    parser.add_argument("--workdir", default="/tmp/pulsar-audit-bench")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--gzip", action="store_true", help="generate *.jsonl.gz")
+    parser.add_argument("--skip-fixed", action="store_true", help="skip the fixed-cost timings")
+    parser.add_argument(
+        "--increment-on", metavar="SIZE", help="add the 1 %% run after this size (default 1e7)"
+    )
+    parser.add_argument("--dict-max-messages", type=float, default=4e6)
+    parser.add_argument("--dict-rss-cap-gb", type=float, default=16.0)
+    parser.add_argument("--timeout", type=float, help="kill any one checker after this many s")
+    return Bench(parser.parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
