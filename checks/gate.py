@@ -1,106 +1,117 @@
-"""Row-level gate: GX judges a batch bound for bronze; violating rows go to quarantine."""
+"""Row-level gate: every row rule is evaluated in the ingest's one pass; GX judges the counts.
+
+Each record bound for an event table gets `_violated`, the names of the rules of that table it
+breaks (a Spark Column per rule, declared once in checks/rules.py); a record that breaks any
+goes to quarantine with the reasons. The ingest aggregates the violations per (run, table, rule)
+in the same pass, and Great Expectations judges that small frame, as `checks/tables.py` does
+for table-level checks: GX stays the judge, no row is scanned twice.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
 
-from pyspark.sql import DataFrame
+import pandas as pd
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from checks.gx import Outcome, validate
-from checks.rules import ROW_RULES, Rule
-from pulsar_audit.schemas import CHECK_RESULTS, QUARANTINE, conform
+from checks.rules import ROW_RULES
+from pulsar_audit.schemas import CHECK_RESULTS
 
-
-class GateDisagreement(RuntimeError):
-    """GX and the Spark rendering of a rule counted different violations (a bug, not bad data)."""
+ROW_LEVEL = "row"
+_GATED = "_gated"
 
 
-@dataclass(frozen=True)
-class GateResult:
-    passed: DataFrame
-    quarantined: DataFrame
-    check_results: DataFrame
-    outcomes: list[Outcome]
+def _rule_names() -> list[str]:
+    return sorted({rule.name for rules in ROW_RULES.values() for rule in rules})
 
 
-def with_violations(df: DataFrame, rules: list[Rule]) -> DataFrame:
-    """Add `_violated`: the names of the rules each row breaks (empty array when none)."""
-    names = [F.when(rule.violation(), F.lit(rule.name)) for rule in rules]
-    return df.withColumn("_violated", F.array_compact(F.array(*names)))
+def violated_rules(table: Column) -> Column:
+    """The names of the rules of `table` (a Column naming the row's table) that a row breaks."""
+    chosen = F.array().cast("array<string>")
+    for name, rules in ROW_RULES.items():
+        names = F.array_compact(F.array(*[F.when(r.violation(), F.lit(r.name)) for r in rules]))
+        chosen = F.when(table == name, names).otherwise(chosen)
+    return chosen
 
 
-def _reason_of(rules: list[Rule]) -> F.Column:
-    reasons = [F.when(rule.violation(), F.lit(rule.reason())) for rule in rules]
-    return F.concat_ws("; ", F.array_compact(F.array(*reasons)))
+def violation_reasons(table: Column) -> Column:
+    """'rule: what it requires; …' for every rule of `table` the row breaks."""
+    chosen = F.lit("")
+    for name, rules in ROW_RULES.items():
+        reasons = F.array_compact(
+            F.array(*[F.when(r.violation(), F.lit(r.reason())) for r in rules])
+        )
+        chosen = F.when(table == name, F.concat_ws("; ", reasons)).otherwise(chosen)
+    return chosen
 
 
-def gate_rows(df: DataFrame, table: str, ingest_id: str, at: datetime) -> GateResult:
-    """Validate `df` (rows bound for bronze `table`) and split it into passed and quarantined.
+def violation_counts(gated: Column) -> list[Column]:
+    """Aggregates over rows with `_violated`: rows gated, and rows breaking each rule."""
+    counts = [F.sum(gated.cast("long")).alias(_GATED)]
+    return counts + [
+        F.sum(F.array_contains("_violated", name).cast("long")).alias(f"rule_{name}")
+        for name in _rule_names()
+    ]
 
-    `df` should be persisted by the caller: GX and Spark both scan it.
+
+def per_run_counts(counts: Iterable[Row], table_of: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """Count rows (with `role`, `run_id` and `violation_counts`) → per table, one row per run.
+
+    table_of: role → table. Runs without gated rows of a table are left out of its frame.
     """
-    rules = ROW_RULES[table]
-    outcomes = validate(df, f"{table}_rows", [rule.expectation() for rule in rules])
-    flagged = with_violations(df, rules)
-    counts = flagged.select(
-        *[F.sum(F.array_contains("_violated", r.name).cast("long")).alias(r.name) for r in rules]
-    ).first()
-    for outcome in outcomes:
-        spark_count = (counts[outcome.name] or 0) if counts is not None else 0
-        if (outcome.unexpected_count or 0) != spark_count:
-            raise GateDisagreement(
-                f"{table}.{outcome.name}: GX counted {outcome.unexpected_count} unexpected rows, "
-                f"the Spark rule {spark_count}"
-            )
-    bad = F.size("_violated") > 0
-    quarantined = flagged.filter(bad).select(
-        F.lit(table).alias("target_table"),
-        "run_id",
-        "source_file",
-        "line_number",
-        "raw",
-        _reason_of(rules).alias("reason"),
-        F.concat_ws(",", "_violated").alias("check"),
-        F.lit(ingest_id).alias("ingest_id"),
-        F.lit(at).cast(T.TimestampType()).alias("quarantined_at"),
-    )
-    passed = flagged.filter(~bad).drop("_violated")
-    results = _per_run_results(flagged, table, rules, ingest_id, at)
-    return GateResult(passed, conform(quarantined, QUARANTINE), results, outcomes)
+    totals: dict[tuple[str, str], dict[str, int]] = {}
+    for row in counts:
+        table = table_of.get(row["role"])
+        if table is None or not row[_GATED]:
+            continue
+        entry = totals.setdefault((table, row["run_id"]), {})
+        for rule in ROW_RULES[table]:
+            entry[rule.name] = entry.get(rule.name, 0) + int(row[f"rule_{rule.name}"] or 0)
+    frames = {}
+    for table, rules in ROW_RULES.items():
+        rows = [{"run_id": run, **c} for (t, run), c in sorted(totals.items()) if t == table]
+        frames[table] = pd.DataFrame(rows, columns=["run_id", *[r.name for r in rules]])
+    return frames
 
 
-def _per_run_results(
-    flagged: DataFrame, table: str, rules: list[Rule], ingest_id: str, at: datetime
+def judge_rows(
+    spark: SparkSession, frames: dict[str, pd.DataFrame], ingest_id: str, at: datetime
 ) -> DataFrame:
-    """One check_results row per (run, rule): how many of the run's rows broke it."""
-    per_run = flagged.groupBy("run_id").agg(
-        *[F.sum(F.array_contains("_violated", r.name).cast("long")).alias(r.name) for r in rules]
-    )
-    entries = F.array(
-        *[
-            F.struct(
-                F.lit(r.name).alias("expectation"),
-                F.lit(r.column).alias("column"),
-                F.col(r.name).alias("unexpected_count"),
+    """GX judges each table's per-run violation counts: one check_results row per (run, rule)."""
+    import great_expectations.expectations as gxe
+
+    from checks.gx import validate
+
+    results = []
+    for table, frame in frames.items():
+        if frame.empty:
+            continue
+        rules = ROW_RULES[table]
+        expectations = [
+            gxe.ExpectColumnValuesToBeBetween(
+                column=r.name, min_value=0, max_value=0, meta={"rule": r.name}
             )
             for r in rules
         ]
-    )
-    return conform(
-        per_run.select("run_id", F.explode(entries).alias("e")).select(
-            "run_id",
-            F.lit(table).alias("table"),
-            "e.expectation",
-            "e.column",
-            F.lit("row").alias("level"),
-            (F.col("e.unexpected_count") == 0).alias("success"),
-            F.col("e.unexpected_count").cast("string").alias("observed_value"),
-            "e.unexpected_count",
-            F.lit(ingest_id).alias("ingest_id"),
-            F.lit(at).cast(T.TimestampType()).alias("checked_at"),
-        ),
-        CHECK_RESULTS,
-    )
+        outcomes = validate(frame, f"{table}_rows", expectations, index_columns=["run_id"])
+        failed = {o.name: {i["run_id"] for i in o.unexpected_index} for o in outcomes}
+        for record in frame.to_dict("records"):
+            for r in rules:
+                count = int(record[r.name])
+                results.append(
+                    (
+                        record["run_id"],
+                        table,
+                        r.name,
+                        r.column,
+                        ROW_LEVEL,
+                        record["run_id"] not in failed[r.name],
+                        str(count),
+                        count,
+                        ingest_id,
+                        at,
+                    )
+                )
+    return spark.createDataFrame(results, CHECK_RESULTS)

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 import great_expectations as gx
+import pandas as pd
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark.sql import DataFrame
 
@@ -37,14 +38,22 @@ def _context() -> Any:
 
 
 def validate(
-    df: DataFrame, suite_name: str, expectations: list[Any], index_columns: list[str] | None = None
+    df: DataFrame | pd.DataFrame,
+    suite_name: str,
+    expectations: list[Any],
+    index_columns: list[str] | None = None,
 ) -> list[Outcome]:
     """Validate `df` against `expectations`; each expectation names itself in meta["rule"].
 
+    A pandas frame is the small per-run frame of counts a check aggregated in Spark (judged
+    in-process, no Spark job); a Spark frame is scanned by GX itself.
     index_columns: with these, failing rows are listed by them (use only on small frames).
     """
     context = _context()
-    source = context.data_sources.add_or_update_spark(f"spark_{suite_name}")
+    if isinstance(df, pd.DataFrame):
+        source = context.data_sources.add_or_update_pandas(f"pandas_{suite_name}")
+    else:
+        source = context.data_sources.add_or_update_spark(f"spark_{suite_name}")
     asset = source.add_dataframe_asset(suite_name)
     batch = asset.add_batch_definition_whole_dataframe("whole").get_batch(
         batch_parameters={"dataframe": df}

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from pulsar_audit.cli import EXIT_OK, Context
 from pulsar_audit.output import format_table
 
 
-def terminal_progress(ctx: Context):  # noqa: ANN201 - returns a progress callback or None
-    """Progress lines on stderr, only when it is a terminal and the output is not JSON."""
-    if getattr(ctx.args, "json", False) or not sys.stderr.isatty():
-        return None
-    return lambda message: print(f"\r{message}", end="", file=sys.stderr, flush=True)
-
-
 def cmd_ingest_traces(ctx: Context) -> int:
     from ingest.traces import ingest_traces
 
-    report = ingest_traces(ctx.lakehouse, ctx.args.path, terminal_progress(ctx))
-    if terminal_progress(ctx):
-        print(file=sys.stderr)
+    report = ingest_traces(ctx.lakehouse, ctx.args.path, ctx.progress())
     result = report.as_dict()
     ctx.emit(result, _ingest_text)
     return EXIT_OK

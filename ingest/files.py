@@ -1,9 +1,8 @@
-"""Finding input files, fingerprinting them, and reading their lines with line numbers in Spark."""
+"""Input files: fingerprints, batches of whole files, and their lines numbered in Spark."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,12 +10,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.errors import InputError
-
 _CHUNK = 1 << 20
 BATCH_BYTES = 1 << 30
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -24,27 +19,6 @@ class InputFile:
     path: str
     size_bytes: int
     content_hash: str
-
-
-def discover(
-    root: str | Path, suffixes: tuple[str, ...], exclude: tuple[str, ...] = ()
-) -> list[Path]:
-    """Files under `root` (or `root` itself) ending with one of `suffixes`, sorted.
-
-    exclude: suffixes of files that belong to another kind of input (e.g. '.zk.jsonl').
-    """
-    root = Path(root)
-    if not root.exists():
-        raise InputError(f"{root}: no such file or directory")
-
-    def wanted(name: str) -> bool:
-        return name.endswith(suffixes) and not (exclude and name.endswith(exclude))
-
-    if root.is_file():
-        if not wanted(root.name):
-            raise InputError(f"{root}: expected a file ending in {' or '.join(suffixes)}")
-        return [root.resolve()]
-    return sorted(p.resolve() for p in root.rglob("*") if p.is_file() and wanted(p.name))
 
 
 def fingerprint(path: Path) -> InputFile:
@@ -57,11 +31,25 @@ def fingerprint(path: Path) -> InputFile:
 
 
 def read_numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """One row per line of `paths`: source_file, line_number (1-based), value.
+    """One row per line of `paths`: source_file, line_number (1-based), value."""
+    return read_lines(spark, paths).lines
+
+
+@dataclass(frozen=True)
+class Lines:
+    """The lines of a batch of files, numbered, and how many lines each file has."""
+
+    lines: DataFrame
+    per_file: dict[str, int]
+
+
+def read_lines(spark: SparkSession, paths: list[str]) -> Lines:
+    """Every line of `paths` (source_file, line_number from 1, value), and lines per file.
 
     Spark reads files in parallel, split into blocks; a line's number is the count of lines in
     the earlier blocks of its file plus its position in its own block. Only one row per block
-    is aggregated, so this stays distributed for files of any size (gzip files are one block).
+    is aggregated (and kept), so this stays distributed for files of any size (gzip files are
+    one block); the parse that follows reads the text a second time, fused with the numbering.
     """
     lines = (
         spark.read.format("text")
@@ -84,37 +72,29 @@ def read_numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
         "_file_uri",
         "_block_start",
         "_block_first_row",
+        "_block_lines",
         F.coalesce(earlier, F.lit(0)).alias("_lines_before"),
-    )
-    return lines.join(F.broadcast(offsets), on=["_file_uri", "_block_start"], how="inner").select(
         _local_path(F.col("_file_uri")).alias("source_file"),
+    ).localCheckpoint()
+    per_file: dict[str, int] = {path: 0 for path in paths}
+    for row in offsets.groupBy("source_file").agg(F.sum("_block_lines").alias("n")).collect():
+        per_file[row["source_file"]] = int(row["n"])
+    numbered = lines.join(
+        F.broadcast(offsets.drop("_block_lines")), on=["_file_uri", "_block_start"], how="inner"
+    ).select(
+        "source_file",
         (F.col("_lines_before") + F.col("_row_id") - F.col("_block_first_row") + 1).alias(
             "line_number"
         ),
         F.col("value"),
     )
+    return Lines(numbered, per_file)
 
 
 def _local_path(uri: Column) -> Column:
     """file:///a%20b → /a b. A literal '+' in a URI is a '+' (spaces are %20), so keep it."""
     path = F.regexp_replace(uri, r"^file:(//)?", "")
     return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
-
-
-def new_files(
-    lakehouse: Lakehouse, kind: str, paths: list[Path], progress: Progress | None = None
-) -> list[InputFile]:
-    """The files of `paths` not yet ingested as `kind` (same path and content hash = done)."""
-    done = lakehouse.read("ingested_files").filter(F.col("kind") == kind)
-    seen = {(r.path, r.content_hash) for r in done.select("path", "content_hash").collect()}
-    new = []
-    for number, path in enumerate(paths, 1):
-        fp = fingerprint(path)
-        if (fp.path, fp.content_hash) not in seen:
-            new.append(fp)
-        if progress:
-            progress(f"hashed {number}/{len(paths)} files")
-    return new
 
 
 def batches(files: list[InputFile], batch_bytes: int = BATCH_BYTES) -> list[list[InputFile]]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from ingest.cli import terminal_progress
 from pulsar_audit.cli import EXIT_OK, Context
 from pulsar_audit.output import format_table
 
@@ -14,10 +12,7 @@ def cmd_ingest_logs(ctx: Context) -> int:
     from ingest.logs import ingest_logs
 
     args = ctx.args
-    progress = terminal_progress(ctx)
-    report = ingest_logs(ctx.lakehouse, args.path, args.source, args.host, progress, args.tz)
-    if progress:
-        print(file=sys.stderr)
+    report = ingest_logs(ctx.lakehouse, args.path, args.source, args.host, ctx.progress(), args.tz)
     ctx.emit(report.as_dict(), _text)
     return EXIT_OK
 

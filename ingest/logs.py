@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import logging
 import re
-import time
-import uuid
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from ingest.files import InputFile, Progress, batches, discover, new_files, read_numbered_lines
 from ingest.log_format import parse_log_lines
+from ingest.skeleton import Batch, Progress, discover, ingest_files
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import UsageError
-from pulsar_audit.schemas import INGESTED_FILES, LOG_LINES, conform
+from pulsar_audit.schemas import LOG_LINES, conform
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +60,56 @@ def host_from_filename(path: str | Path) -> str:
     return daemon.group(1) if daemon else name
 
 
+class LogSource:
+    """Log files of one or more sources (broker, bookie, client) → their bronze log tables.
+
+    Every line lands: in an entry (continuation lines stay with the entry above them) or in a
+    row of its own with `parse_error`; a file's lines read = lines its rows hold.
+    """
+
+    group_keys: tuple[str, ...] = ()
+
+    def __init__(self, sources: dict[str, str], hosts: dict[str, str], zone: str):
+        self.sources = sources  # path → broker | bookie | client
+        self.hosts = hosts  # path → host
+        self.zone = zone
+        self.tables = tuple(sorted({SOURCE_TABLE[s] for s in sources.values()}))
+
+    def kind_of(self, path: str) -> str:
+        return f"log:{self.sources[path]}"
+
+    def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
+        source = _per_file(self.sources)
+        table = _per_file({p: SOURCE_TABLE[s] for p, s in self.sources.items()})
+        return parse_log_lines(lines, self.zone).withColumns(
+            {
+                "source": source,
+                "host": F.coalesce(_per_file(self.hosts), F.lit("unknown")),
+                "_table": table,
+                "_units": F.col("lines"),
+                "_bad": F.col("parse_error").isNotNull(),
+            }
+        )
+
+    def measures(self) -> list[Column]:
+        return [F.sum(F.col("parse_error").isNotNull().cast("long")).alias("parse_errors")]
+
+    def output(self, staged: DataFrame, table: str, batch: Batch) -> DataFrame:
+        rows = staged.filter(F.col("_table") == table).withColumns(
+            {"ingest_id": F.lit(batch.ingest_id), "ingested_at": F.lit(batch.at)}
+        )
+        return conform(rows, LOG_LINES)
+
+    def after_batch(self, lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> None:
+        return None
+
+
+def _per_file(values: dict[str, str]) -> Column:
+    """The value for the row's source_file, from a small path → value map."""
+    mapping = F.create_map(*[F.lit(x) for pair in sorted(values.items()) for x in pair])
+    return F.element_at(mapping, F.col("source_file"))
+
+
 def ingest_logs(
     lakehouse: Lakehouse,
     path: str | Path,
@@ -79,118 +125,43 @@ def ingest_logs(
     """
     if source not in SOURCE_TABLE:
         raise UsageError(f"unknown log source {source!r}; expected one of {sorted(SOURCE_TABLE)}")
-    started = time.monotonic()
-    say = progress or (lambda _: None)
-    kind = f"log:{source}"
-    paths = discover(path, LOG_SUFFIXES)
-    new = new_files(lakehouse, kind, paths)
-    report = LogIngestReport(source, SOURCE_TABLE[source], len(new), len(paths) - len(new))
-    report.timestamp_zone = zone
-    for batch in batches(new):
-        hosts = {f.path: host or host_from_filename(f.path) for f in batch}
-        counts = _ingest_batch(lakehouse, batch, source, hosts, zone, kind)
-        for key in ("lines", "entries", "parse_errors"):
-            setattr(report, key, getattr(report, key) + counts[key])
-        say(f"ingested {report.files} {source} log files, {report.lines} lines")
-    report.seconds = round(time.monotonic() - started, 3)
-    log.info("ingest logs: %s", report.as_dict())
-    return report
+    reports = ingest_log_folders(lakehouse, {source: [path]}, host, progress, zone)
+    return reports[source]
 
 
-def with_lineage(
-    entries: DataFrame, source: str, hosts: dict[str, str], ingest_id: str, at: datetime
-) -> DataFrame:
-    """Add source, host (looked up per file), ingest_id and ingested_at; select LOG_LINES."""
-    host_of = F.create_map(*[F.lit(x) for pair in sorted(hosts.items()) for x in pair])
-    rows = entries.withColumns(
-        {
-            "source": F.lit(source),
-            "host": F.coalesce(F.element_at(host_of, F.col("source_file")), F.lit("unknown")),
-            "ingest_id": F.lit(ingest_id),
-            "ingested_at": F.lit(at).cast("timestamp"),
-        }
-    )
-    return conform(rows, LOG_LINES)
-
-
-def _ingest_batch(
+def ingest_log_folders(
     lakehouse: Lakehouse,
-    files: list[InputFile],
-    source: str,
-    hosts: dict[str, str],
-    zone: str,
-    kind: str,
-) -> dict[str, int]:
-    table = SOURCE_TABLE[source]
-    ingest_id = str(uuid.uuid4())
-    at = datetime.now(UTC).replace(tzinfo=None)
-    paths = [f.path for f in files]
-    lines = read_numbered_lines(lakehouse.spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        rows = lines.transform(parse_log_lines, zone).transform(
-            with_lineage, source, hosts, ingest_id, at
-        )
-        lakehouse.replace_where(table, rows, {"source_file": paths})
-        per_file = _reconcile(lakehouse, table, lines, paths)
-    finally:
-        lines.unpersist()
-    _record_files(lakehouse, kind, files, per_file, ingest_id, at)
-    return {k: sum(c[k] for c in per_file.values()) for k in ("lines", "entries", "parse_errors")}
+    folders: dict[str, list[str | Path]],
+    host: str | None = None,
+    progress: Progress | None = None,
+    zone: str = "UTC",
+) -> dict[str, LogIngestReport]:
+    """Ingest the new log files of several sources at once (one pass, one manifest write).
 
-
-def _reconcile(
-    lakehouse: Lakehouse, table: str, lines: DataFrame, paths: list[str]
-) -> dict[str, dict[str, int]]:
-    """Per file: lines read, rows written, and lines held by rows with a parse_error.
-
-    Fails loudly unless the rows now in the table hold exactly the lines read.
+    folders: source → files or folders of that source's logs.
     """
-    read = {r.source_file: r["count"] for r in lines.groupBy("source_file").count().collect()}
-    held = F.size(F.split(F.col("raw"), "\n"))
-    stored = (
-        lakehouse.read(table)
-        .filter(F.col("source_file").isin(paths))
-        .groupBy("source_file")
-        .agg(
-            F.sum(held).alias("lines"),
-            F.count(F.lit(1)).alias("entries"),
-            F.sum(F.when(F.col("parse_error").isNotNull(), held).otherwise(0)).alias("bad"),
-            F.sum(F.col("parse_error").isNotNull().cast("long")).alias("parse_errors"),
-        )
-        .collect()
-    )
-    per_file = {p: {"lines": 0, "entries": 0, "bad_lines": 0, "parse_errors": 0} for p in paths}
-    for r in stored:
-        per_file[r.source_file] = {
-            "lines": r.lines,
-            "entries": r.entries,
-            "bad_lines": r.bad,
-            "parse_errors": r.parse_errors,
-        }
-    for path in paths:
-        if per_file[path]["lines"] != read.get(path, 0):
-            raise RuntimeError(
-                f"log ingest of {path} does not reconcile: read {read.get(path, 0)} lines, "
-                f"{table} holds {per_file[path]['lines']}"
-            )
-    return per_file
-
-
-def _record_files(
-    lakehouse: Lakehouse,
-    kind: str,
-    files: list[InputFile],
-    per_file: dict[str, dict[str, int]],
-    ingest_id: str,
-    at: datetime,
-) -> None:
-    """Manifest rows, written last. records = lines; quarantined = lines kept with a parse_error."""
-    rows = []
-    for f in files:
-        counts = per_file[f.path]
-        bad = counts["bad_lines"]
-        rows.append(
-            (kind, f.path, f.content_hash, f.size_bytes, counts["lines"], counts["lines"] - bad)
-            + (bad, ingest_id, at)
-        )
-    lakehouse.merge("ingested_files", lakehouse.spark.createDataFrame(rows, INGESTED_FILES))
+    sources: dict[str, str] = {}
+    for source, places in folders.items():
+        for place in places:
+            for found in discover(place, LOG_SUFFIXES):
+                sources[str(found)] = source
+    hosts = {p: host or host_from_filename(p) for p in sources}
+    log_source = LogSource(sources, hosts, zone)
+    outcome = ingest_files(lakehouse, log_source, [Path(p) for p in sorted(sources)], progress)
+    reports = {s: LogIngestReport(s, SOURCE_TABLE[s], timestamp_zone=zone) for s in folders}
+    taken = set(outcome.per_file)
+    for path, source in sources.items():
+        report = reports[source]
+        if path in taken:
+            report.files += 1
+            report.lines += outcome.per_file[path].records
+        else:
+            report.skipped_files += 1
+    for row in outcome.counts:
+        source = sources[row["source_file"]]
+        reports[source].entries += row["_rows"]
+        reports[source].parse_errors += row["parse_errors"]
+    for report in reports.values():
+        report.seconds = outcome.seconds
+        log.info("ingest logs: %s", report.as_dict())
+    return reports

@@ -158,22 +158,25 @@ def _reasons() -> Column:
     return F.nullif(F.concat_ws("; ", F.array_compact(F.array(*checks))), F.lit(""))
 
 
-def parse_lines(lines: DataFrame) -> DataFrame:
-    """Lines (source_file, line_number, value) → one row per record with typed fields and `reason`.
-
-    Blank lines are not records and are left out.
-    """
-    parsed = lines.filter(F.trim(F.col("value")) != "").select(
+def parse_records(lines: DataFrame) -> DataFrame:
+    """Lines (source_file, line_number, value) → one row per line with typed fields, `reason`
+    (null when accepted) and `_blank` (a blank line is not a record: no fields, no reason)."""
+    blank = F.trim(F.col("value")) == ""
+    parsed = lines.select(
         "source_file",
         "line_number",
         F.col("value").alias("raw"),
-        F.from_json("value", T.MapType(T.StringType(), T.StringType())).alias("_fields"),
+        blank.alias("_blank"),
+        F.when(~blank, F.from_json("value", T.MapType(T.StringType(), T.StringType()))).alias(
+            "_fields"
+        ),
     )
     return (
         parsed.select(
             "source_file",
             "line_number",
             "raw",
+            "_blank",
             "_fields",
             *[_text(name).alias(name) for name in REQUIRED if name != "ts"],
             parse_ts(_text("ts")).alias("ts"),
@@ -182,10 +185,18 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         .select(
             "*",
             F.map_filter(F.col("_fields"), lambda k, _: ~_is_known_field(k)).alias("extra"),
-            _reasons().alias("reason"),
+            F.when(~F.col("_blank"), _reasons()).alias("reason"),
         )
         .drop("_fields")
     )
+
+
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """Lines (source_file, line_number, value) → one row per record with typed fields and `reason`.
+
+    Blank lines are not records and are left out.
+    """
+    return parse_records(lines).filter(~F.col("_blank")).drop("_blank")
 
 
 def target_table(role: Column) -> Column:

@@ -1,34 +1,41 @@
 """`ingest traces`: trace files → bronze events, refused records → quarantine, then run checks.
 
-Incremental: a file already ingested with the same content hash is skipped. A file is
-ingested whole within one batch; its rows in every table are replaced together, so re-running
-after a crash, or after the file changed, never duplicates rows.
+One pass per batch (ingest/skeleton.py): each line is parsed once, checked against the trace
+format and every row rule of its table, and routed to producer_events, consumer_events,
+run_events or quarantine. GX judges the per-run rule counts of the batch; the table-level
+checks of the touched runs run once, after the last batch.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from checks.gate import gate_rows
+from checks.gate import judge_rows, per_run_counts, violated_rules, violation_counts
+from checks.gate import violation_reasons as rule_reasons
 from checks.run_checks import check_ingested_runs
-from ingest.files import InputFile, Progress, batches, discover, new_files, read_numbered_lines
-from ingest.trace_format import FORMAT_CHECK, ROLE_TABLE, parse_lines, target_table, with_defaults
+from ingest.skeleton import Batch, Progress, discover, ingest_files
+from ingest.trace_format import (
+    FORMAT_CHECK,
+    ROLE_TABLE,
+    parse_records,
+    target_table,
+    with_defaults,
+)
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.schemas import INGESTED_FILES, QUARANTINE, TABLES, conform
+from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, conform
 
 log = logging.getLogger(__name__)
 
 TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
+KIND = "trace"
 
 
 @dataclass
@@ -45,149 +52,104 @@ class IngestReport:
         return asdict(self)
 
 
+class TraceSource:
+    """Trace format v1 lines → the three event tables and quarantine."""
+
+    tables = (*ROLE_TABLE.values(), "quarantine")
+    group_keys = ("run_id", "role")
+
+    def kind_of(self, path: str) -> str:
+        return KIND
+
+    def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
+        records = parse_records(lines).transform(with_defaults)
+        table = target_table(F.col("role"))
+        format_ok = F.col("reason").isNull() & ~F.col("_blank")
+        violated = F.when(format_ok, violated_rules(table)).otherwise(F.array())
+        return records.withColumn("_violated", violated).select(
+            "*",
+            F.when(F.col("_blank"), None)
+            .when(F.col("reason").isNotNull() | (F.size("_violated") > 0), "quarantine")
+            .otherwise(table)
+            .alias("_table"),
+            F.lit(1).alias("_units"),
+            (F.col("reason").isNotNull() | (F.size("_violated") > 0)).alias("_bad"),
+            format_ok.alias("_gated"),
+        )
+
+    def measures(self) -> list[Column]:
+        return violation_counts(F.col("_gated"))
+
+    def output(self, staged: DataFrame, table: str, batch: Batch) -> DataFrame:
+        rows = staged.filter(F.col("_table") == table).withColumns(
+            {"ingest_id": F.lit(batch.ingest_id), "ingested_at": F.lit(batch.at)}
+        )
+        if table != "quarantine":
+            return conform(rows, TABLES[table].schema)
+        refused = rows.select(
+            target_table(F.col("role")).alias("target_table"),
+            "run_id",
+            "source_file",
+            "line_number",
+            "raw",
+            F.coalesce("reason", rule_reasons(target_table(F.col("role")))).alias("reason"),
+            F.when(F.col("reason").isNotNull(), F.lit(FORMAT_CHECK))
+            .otherwise(F.concat_ws(",", "_violated"))
+            .alias("check"),
+            "ingest_id",
+            F.col("ingested_at").alias("quarantined_at"),
+        )
+        return conform(refused, QUARANTINE)
+
+    def after_batch(self, lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> None:
+        """GX judges the batch's per-run rule counts; which runs each file holds is recorded."""
+        frames = per_run_counts(counts, ROLE_TABLE)
+        if any(not frame.empty for frame in frames.values()):
+            results = judge_rows(lakehouse.spark, frames, batch.ingest_id, batch.at)
+            lakehouse.append("check_results", results)
+        lakehouse.replace_where(
+            "run_files", run_file_rows(lakehouse, counts, batch), {"source_file": batch.paths}
+        )
+
+
+def run_file_rows(lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> DataFrame:
+    """bronze.run_files: rows each file gave each table for each run (small: from the counts)."""
+    rows: dict[tuple[str, str, str], int] = {}
+    for row in counts:
+        if row["_table"] is None or row["run_id"] is None:
+            continue
+        key = (row["run_id"], row["_table"], row["source_file"])
+        rows[key] = rows.get(key, 0) + row["_rows"]
+    data = [(*key, n, batch.ingest_id, batch.at) for key, n in sorted(rows.items())]
+    return lakehouse.spark.createDataFrame(data, RUN_FILES)
+
+
 def ingest_traces(
     lakehouse: Lakehouse, path: str | Path, progress: Progress | None = None
 ) -> IngestReport:
-    """Ingest every new trace file under `path`; return what was read, accepted and refused."""
-    started = time.monotonic()
-    say = progress or (lambda _: None)
+    """Ingest every new trace file under `path`; return what was read, accepted and refused.
+
+    The table-level checks of every run the ingest touched run once, at the end.
+    """
     paths = discover(path, TRACE_SUFFIXES, exclude=ZK_SUFFIXES)
-    new = new_files(lakehouse, "trace", paths, say)
-    report = IngestReport(files=len(new), skipped_files=len(paths) - len(new))
-    runs: set[str] = set()
-    done = 0
-    for batch in batches(new):
-        counts, batch_runs = _ingest_batch(lakehouse, batch)
-        report.records += counts["records"]
-        report.accepted += counts["accepted"]
-        report.quarantined += counts["quarantined"]
-        runs |= batch_runs
-        done += len(batch)
-        rate = report.records / max(time.monotonic() - started, 1e-9)
-        say(f"ingested {done}/{len(new)} files, {report.records} records ({rate:,.0f} records/s)")
-    report.runs = sorted(runs)
-    report.seconds = round(time.monotonic() - started, 3)
+    outcome = ingest_files(lakehouse, TraceSource(), paths, progress)
+    runs = sorted({r["run_id"] for r in outcome.counts if r["run_id"] is not None})
+    if runs:
+        if progress:
+            progress(f"checking {len(runs)} run(s)")
+        check_ingested_runs(lakehouse, runs, str(uuid.uuid4()), _now())
+    report = IngestReport(
+        files=outcome.files,
+        skipped_files=outcome.skipped_files,
+        records=outcome.total("records"),
+        accepted=outcome.total("accepted"),
+        quarantined=outcome.total("quarantined"),
+        runs=runs,
+        seconds=outcome.seconds,
+    )
     log.info("ingest traces: %s", report.as_dict())
     return report
 
 
-def _ingest_batch(lakehouse: Lakehouse, files: list[InputFile]) -> tuple[dict[str, int], set[str]]:
-    spark = lakehouse.spark
-    ingest_id = str(uuid.uuid4())
-    at = datetime.now(UTC).replace(tzinfo=None)
-    paths = [f.path for f in files]
-    records = (
-        read_numbered_lines(spark, paths)
-        .transform(parse_lines)
-        .transform(with_defaults)
-        .withColumns({"ingest_id": F.lit(ingest_id), "ingested_at": F.lit(at).cast("timestamp")})
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    try:
-        refused = _format_quarantine(records, ingest_id, at)
-        accepted_rows = records.filter(F.col("reason").isNull())
-        quarantine_parts = [refused]
-        results = []
-        for role, table in ROLE_TABLE.items():
-            gate = gate_rows(accepted_rows.filter(F.col("role") == role), table, ingest_id, at)
-            lakehouse.replace_where(
-                table, conform(gate.passed, TABLES[table].schema), {"source_file": paths}
-            )
-            quarantine_parts.append(gate.quarantined)
-            results.append(gate.check_results)
-        quarantine = _union(quarantine_parts)
-        lakehouse.replace_where("quarantine", quarantine, {"source_file": paths})
-        for result in results:
-            lakehouse.append("check_results", result)
-        per_file, runs = _counts(lakehouse, records, paths)
-        _record_files(lakehouse, files, per_file, ingest_id, at)
-    finally:
-        records.unpersist()
-    check_ingested_runs(lakehouse, sorted(runs), ingest_id, at)
-    totals = {
-        k: sum(c[k] for c in per_file.values()) for k in ("records", "accepted", "quarantined")
-    }
-    return totals, runs
-
-
-def _format_quarantine(records: DataFrame, ingest_id: str, at: datetime) -> DataFrame:
-    refused = records.filter(F.col("reason").isNotNull()).select(
-        target_table(F.col("role")).alias("target_table"),
-        "run_id",
-        "source_file",
-        "line_number",
-        "raw",
-        "reason",
-        F.lit(FORMAT_CHECK).alias("check"),
-        F.lit(ingest_id).alias("ingest_id"),
-        F.lit(at).cast("timestamp").alias("quarantined_at"),
-    )
-    return conform(refused, QUARANTINE)
-
-
-def _union(parts: list[DataFrame]) -> DataFrame:
-    result = parts[0]
-    for part in parts[1:]:
-        result = result.unionByName(part)
-    return result
-
-
-def _counts(
-    lakehouse: Lakehouse, records: DataFrame, paths: list[str]
-) -> tuple[dict[str, dict[str, int]], set[str]]:
-    """Per file: records read, and the accepted and quarantined rows the tables now hold.
-
-    Fails loudly if read != accepted + quarantined for any file. Aggregates are per file
-    and per run, so what is collected is small.
-    """
-    in_batch = F.col("source_file").isin(paths)
-    read = {r.source_file: r["count"] for r in records.groupBy("source_file").count().collect()}
-    quarantined = _rows_per_file(lakehouse.read("quarantine").filter(in_batch))
-    accepted: dict[str, int] = {}
-    for table in ROLE_TABLE.values():
-        for path, n in _rows_per_file(lakehouse.read(table).filter(in_batch)).items():
-            accepted[path] = accepted.get(path, 0) + n
-    per_file = {}
-    for path in paths:
-        counts = {
-            "records": read.get(path, 0),
-            "accepted": accepted.get(path, 0),
-            "quarantined": quarantined.get(path, 0),
-        }
-        if counts["records"] != counts["accepted"] + counts["quarantined"]:
-            raise RuntimeError(f"ingest of {path} does not reconcile: {counts}")
-        per_file[path] = counts
-    runs = records.filter(F.col("run_id").isNotNull()).select("run_id").distinct().collect()
-    return per_file, {r.run_id for r in runs}
-
-
-def _rows_per_file(df: DataFrame) -> dict[str, int]:
-    distinct_lines = df.select("source_file", "line_number").distinct()
-    return {
-        r.source_file: r["count"] for r in distinct_lines.groupBy("source_file").count().collect()
-    }
-
-
-def _record_files(
-    lakehouse: Lakehouse,
-    files: list[InputFile],
-    per_file: dict[str, dict[str, int]],
-    ingest_id: str,
-    at: datetime,
-) -> None:
-    """Manifest rows, written last: a batch that did not finish is ingested again next time."""
-    rows = [
-        (
-            "trace",
-            f.path,
-            f.content_hash,
-            f.size_bytes,
-            per_file[f.path]["records"],
-            per_file[f.path]["accepted"],
-            per_file[f.path]["quarantined"],
-            ingest_id,
-            at,
-        )
-        for f in files
-    ]
-    lakehouse.merge("ingested_files", lakehouse.spark.createDataFrame(rows, INGESTED_FILES))
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)

@@ -91,9 +91,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m ingest.zk_cli zk capture ...`
-    from pulsar_audit.cli import _common
+    from pulsar_audit.cli import common_options
 
     parser = argparse.ArgumentParser(prog="pulsar-audit")
-    register(parser.add_subparsers(dest="command", required=True), _common())
+    register(parser.add_subparsers(dest="command", required=True), common_options())
     parsed = parser.parse_args()
     sys.exit(parsed.handler(Context(parsed)))

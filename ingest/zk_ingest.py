@@ -9,21 +9,16 @@ ingest (manifest kind `zk`).
 from __future__ import annotations
 
 import logging
-import time
-import uuid
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ingest.files import InputFile, discover, new_files, read_numbered_lines
+from ingest.skeleton import Batch, Progress, discover, ingest_files
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.schemas import INGESTED_FILES, QUARANTINE, ZK_CHANGES, conform
+from pulsar_audit.schemas import QUARANTINE, ZK_CHANGES, conform
 
 log = logging.getLogger(__name__)
 
@@ -83,40 +78,38 @@ def parse_zk_rows(lines: DataFrame) -> DataFrame:
     )
 
 
-def ingest_zk(
-    lakehouse: Lakehouse, path: str | Path, progress: Callable[[str], None] | None = None
-) -> ZkIngestReport:
-    """Ingest every new capture or dump file under `path` into bronze.zk_changes."""
-    started = time.monotonic()
-    say = progress or (lambda _: None)
-    paths = discover(path, ZK_SUFFIXES)
-    new = new_files(lakehouse, KIND, paths)
-    report = ZkIngestReport(files=len(new), skipped_files=len(paths) - len(new))
-    if new:
-        counts = _ingest_batch(lakehouse, new)
-        report.records, report.accepted, report.quarantined = counts
-        say(f"ingested {len(new)} zk capture files, {report.records} rows")
-    report.seconds = round(time.monotonic() - started, 3)
-    log.info("ingest zk: %s", report.as_dict())
-    return report
+class ZkSource:
+    """Capture and dump lines → bronze.zk_changes; refused lines → quarantine."""
 
+    tables = ("zk_changes", "quarantine")
+    group_keys: tuple[str, ...] = ()
 
-def _ingest_batch(lakehouse: Lakehouse, files: list[InputFile]) -> tuple[int, int, int]:
-    ingest_id = str(uuid.uuid4())
-    at = datetime.now(UTC).replace(tzinfo=None)
-    paths = [f.path for f in files]
-    rows = (
-        read_numbered_lines(lakehouse.spark, paths)
-        .filter(F.trim("value") != "")
-        .transform(parse_zk_rows)
-        .withColumns({"ingest_id": F.lit(ingest_id), "ingested_at": F.lit(at).cast("timestamp")})
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    try:
-        accepted = rows.filter(F.col("reason").isNull()).withColumn(
-            "capture_id", F.coalesce("capture_id", F.lit(ingest_id))
+    def kind_of(self, path: str) -> str:
+        return KIND
+
+    def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
+        blank = F.trim("raw") == ""
+        refused = F.col("reason").isNotNull()
+        return parse_zk_rows(lines).select(
+            "*",
+            F.when(blank, None).when(refused, "quarantine").otherwise("zk_changes").alias("_table"),
+            F.lit(1).alias("_units"),
+            (refused & ~blank).alias("_bad"),
         )
-        refused = rows.filter(F.col("reason").isNotNull()).select(
+
+    def measures(self) -> list[Column]:
+        return []
+
+    def output(self, staged: DataFrame, table: str, batch: Batch) -> DataFrame:
+        rows = staged.filter(F.col("_table") == table).withColumns(
+            {"ingest_id": F.lit(batch.ingest_id), "ingested_at": F.lit(batch.at)}
+        )
+        if table == "zk_changes":
+            return conform(
+                rows.withColumn("capture_id", F.coalesce("capture_id", F.lit(batch.ingest_id))),
+                ZK_CHANGES,
+            )
+        refused = rows.select(
             F.lit("zk_changes").alias("target_table"),
             F.lit(None).cast("string").alias("run_id"),
             "source_file",
@@ -127,28 +120,24 @@ def _ingest_batch(lakehouse: Lakehouse, files: list[InputFile]) -> tuple[int, in
             "ingest_id",
             F.col("ingested_at").alias("quarantined_at"),
         )
-        lakehouse.replace_where("zk_changes", conform(accepted, ZK_CHANGES), {"source_file": paths})
-        lakehouse.replace_where("quarantine", conform(refused, QUARANTINE), {"source_file": paths})
-        per_file = {
-            r.source_file: (r.n, r.ok)
-            for r in rows.groupBy("source_file")
-            .agg(
-                F.count(F.lit(1)).alias("n"),
-                F.sum(F.col("reason").isNull().cast("long")).alias("ok"),
-            )
-            .collect()
-        }
-    finally:
-        rows.unpersist()
-    manifest = [
-        (KIND, f.path, f.content_hash, f.size_bytes, *_counts(per_file.get(f.path)), ingest_id, at)
-        for f in files
-    ]
-    lakehouse.merge("ingested_files", lakehouse.spark.createDataFrame(manifest, INGESTED_FILES))
-    totals = [sum(_counts(per_file.get(f.path))[i] for f in files) for i in range(3)]
-    return totals[0], totals[1], totals[2]
+        return conform(refused, QUARANTINE)
+
+    def after_batch(self, lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> None:
+        return None
 
 
-def _counts(pair: tuple[int, int] | None) -> tuple[int, int, int]:
-    n, ok = pair or (0, 0)
-    return n, ok, n - ok
+def ingest_zk(
+    lakehouse: Lakehouse, path: str | Path, progress: Progress | None = None
+) -> ZkIngestReport:
+    """Ingest every new capture or dump file under `path` into bronze.zk_changes."""
+    outcome = ingest_files(lakehouse, ZkSource(), discover(path, ZK_SUFFIXES), progress)
+    report = ZkIngestReport(
+        files=outcome.files,
+        skipped_files=outcome.skipped_files,
+        records=outcome.total("records"),
+        accepted=outcome.total("accepted"),
+        quarantined=outcome.total("quarantined"),
+        seconds=outcome.seconds,
+    )
+    log.info("ingest zk: %s", report.as_dict())
+    return report

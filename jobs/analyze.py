@@ -1,16 +1,34 @@
 """The main job, as one function: ingest traces, logs and ZooKeeper captures → checks →
-pipeline → infrastructure timeline → causes → summary."""
+pipeline → infrastructure timeline → causes → summary.
+
+Every stage is skipped when its inputs did not change: a rerun on the same folder hashes the
+files, finds nothing new, and only reads the small gold tables back.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ingest.logs import LOG_SUFFIXES, ingest_log_folders
+from ingest.skeleton import discover
+from ingest.traces import TRACE_SUFFIXES, ingest_traces
+from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
+from pipelines.causes import refresh_causes
+from pipelines.infra_events import refresh_infra_events
+from pipelines.job import run_pipeline
+from pipelines.summary import summary_report
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.errors import InputError
+
+log = logging.getLogger(__name__)
 
 INGEST_FIELDS = ("files", "records", "accepted", "quarantined")
 LOG_SOURCES = ("broker", "bookie", "client")
+Progress = Callable[[str], None]
 
 
 def log_folders(path: str | Path) -> dict[str, list[Path]]:
@@ -26,58 +44,79 @@ def log_folders(path: str | Path) -> dict[str, list[Path]]:
     return found
 
 
-def ingest_infrastructure(lakehouse: Lakehouse, path: str | Path) -> dict[str, int]:
-    """Ingest the logs (logs/<source>/*.log) and ZooKeeper captures (*.zk.jsonl) under `path`."""
-    from ingest.files import discover
-    from ingest.logs import ingest_logs
-    from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
+def check_inputs(path: str | Path) -> None:
+    """Fail before anything starts when `path` holds no trace, log or ZooKeeper file."""
+    root = Path(path)
+    if not root.exists():
+        raise InputError(f"{root}: no such file or directory")
+    if root.is_file():
+        return
+    traces = discover(root, TRACE_SUFFIXES, exclude=ZK_SUFFIXES)
+    logs = [
+        f for dirs in log_folders(root).values() for d in dirs for f in discover(d, LOG_SUFFIXES)
+    ]
+    if not traces and not logs and not discover(root, ZK_SUFFIXES):
+        raise InputError(
+            f"{root}: no trace files (*.jsonl, *.jsonl.gz), no logs (logs/broker|bookie|client/"
+            f"*.log) and no ZooKeeper captures (*.zk.jsonl) found there"
+        )
 
+
+def ingest_infrastructure(
+    lakehouse: Lakehouse, path: str | Path, progress: Progress | None = None
+) -> dict[str, int]:
+    """Ingest the logs (logs/<source>/*.log) and ZooKeeper captures (*.zk.jsonl) under `path`."""
     counts = {"log_files": 0, "log_lines": 0, "zk_files": 0, "zk_records": 0}
-    for source, dirs in log_folders(path).items():
-        for directory in dirs:
-            report = ingest_logs(lakehouse, directory, source)
+    folders = log_folders(path)
+    if folders:
+        for report in ingest_log_folders(lakehouse, folders, progress=progress).values():
             counts["log_files"] += report.files
             counts["log_lines"] += report.lines
-    if Path(path).is_dir() and discover(path, ZK_SUFFIXES):
-        report = ingest_zk(lakehouse, path)
+    if Path(path).is_dir():
+        report = ingest_zk(lakehouse, path, progress)
         counts["zk_files"] += report.files
         counts["zk_records"] += report.records
     return counts
 
 
-def refresh_gold(lakehouse: Lakehouse, config: Config) -> list[str]:
-    """Recompute changed runs, rebuild the infrastructure timeline, rank every finding's causes."""
-    from pipelines.causes import attach_causes
-    from pipelines.infra_events import build_infra_events
-    from pipelines.job import run_pipeline
+def refresh_gold(
+    lakehouse: Lakehouse,
+    config: Config,
+    run_ids: list[str] | None = None,
+    progress: Progress | None = None,
+) -> list[str]:
+    """Recompute changed runs, rebuild the infrastructure timeline, rank every finding's causes.
 
-    recomputed = run_pipeline(lakehouse, config)
-    build_infra_events(lakehouse)
-    attach_causes(lakehouse, config)
+    Each of the three is skipped when its inputs did not change.
+    """
+    say = progress or (lambda _: None)
+    say("pipeline: finding changed runs")
+    recomputed = run_pipeline(lakehouse, config, run_ids, progress)
+    say("infrastructure timeline")
+    refresh_infra_events(lakehouse)
+    say("causes")
+    refresh_causes(lakehouse, config)
     return recomputed
 
 
 def analyze(
-    lakehouse: Lakehouse, config: Config, path: str | Path, progress: Any = None
+    lakehouse: Lakehouse, config: Config, path: str | Path, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Ingest everything under `path`, recompute, and report every run in the lakehouse.
 
     Returns the `analyze --json` object: {"ingest": {...}, "infra": {...}, "runs": [...],
     "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes.
     """
-    from ingest.traces import ingest_traces
-    from pipelines.summary import summary_report
-
+    check_inputs(path)
+    say = progress or (lambda _: None)
+    say("ingest: traces")
     report = ingest_traces(lakehouse, path, progress).as_dict()
-    infra = ingest_infrastructure(lakehouse, path)
-    refresh_gold(lakehouse, config)
+    say("ingest: logs and ZooKeeper captures")
+    infra = ingest_infrastructure(lakehouse, path, progress)
+    refresh_gold(lakehouse, config, progress=progress)
+    say("summary")
     return {
         "ingest": {k: report[k] for k in INGEST_FIELDS},
         "infra": infra,
         **summary_report(lakehouse),
     }
-
-
-def analyze_path(ctx: Any, path: str | Path) -> dict[str, Any]:
-    """`analyze` for a CLI context (config and lakehouse already chosen)."""
-    return analyze(ctx.lakehouse, ctx.config, path)

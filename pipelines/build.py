@@ -50,40 +50,61 @@ class Gold:
     run_summary: DataFrame
 
 
-def build_silver(bronze: Bronze) -> Silver:
+@dataclass(frozen=True)
+class Shared:
+    """Frames that several steps read, derived once per pipeline run (the job persists them)."""
+
+    receives: DataFrame
+    subscriptions: DataFrame
+    deduplication: DataFrame
+
+    def persist(self) -> Shared:
+        return Shared(*(df.persist() for df in self.frames()))
+
+    def unpersist(self) -> None:
+        for df in self.frames():
+            df.unpersist()
+
+    def frames(self) -> tuple[DataFrame, ...]:
+        return (self.receives, self.subscriptions, self.deduplication)
+
+
+def shared_frames(bronze: Bronze) -> Shared:
+    """Resolved receives, subscriptions and each run's deduplication setting."""
+    return Shared(
+        resolve_receives(bronze.consumer_events, bronze.producer_events),
+        subscriptions(bronze.consumer_events, bronze.producer_events),
+        run_deduplication(bronze.run_events),
+    )
+
+
+def build_silver(bronze: Bronze, shared: Shared) -> Silver:
     """silver.delivery and silver.message_history from bronze events."""
-    receives = resolve_receives(bronze.consumer_events, bronze.producer_events)
-    delivery = build_delivery(receives)
+    delivery = build_delivery(shared.receives)
     return Silver(build_message_history(bronze.producer_events, delivery), delivery)
 
 
 def build_findings(
-    bronze: Bronze, silver: Silver, pipeline: PipelineConfig
+    bronze: Bronze, shared: Shared, silver: Silver, pipeline: PipelineConfig
 ) -> tuple[DataFrame, DataFrame]:
     """gold.anomalies and gold.outages (detectors leave `causes` empty for correlation)."""
     anomalies = detect_anomalies(
-        silver.message_history,
-        silver.delivery,
-        subscriptions(bronze.consumer_events, bronze.producer_events),
-        run_deduplication(bronze.run_events),
+        silver.message_history, silver.delivery, shared.subscriptions, shared.deduplication
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)
 
 
 def build_summary(
-    bronze: Bronze, silver: Silver, anomalies: DataFrame, outages: DataFrame
+    bronze: Bronze, shared: Shared, silver: Silver, anomalies: DataFrame, outages: DataFrame
 ) -> DataFrame:
     """gold.run_summary from silver, the findings and bronze's run config and checks."""
-    unattributed = count_unattributed(
-        resolve_receives(bronze.consumer_events, bronze.producer_events)
-    )
     return summarize(
         silver.message_history,
         silver.delivery,
         anomalies,
         outages,
-        subscriptions(bronze.consumer_events, bronze.producer_events),
-        unattributed,
-        run_deduplication(bronze.run_events),
+        shared.subscriptions,
+        count_unattributed(shared.receives),
+        shared.deduplication,
         bronze.check_results,
     )

@@ -11,6 +11,25 @@ from pulsar_audit.delta_io import Lakehouse
 log = logging.getLogger(__name__)
 
 
+CAUSE_INPUTS = ("anomalies", "outages", "infra_events")
+
+
+def refresh_causes(lakehouse: Lakehouse, config: Config) -> bool:
+    """Rank causes unless findings and infrastructure events are as they were; True if ranked."""
+    pipeline = config.pipeline
+
+    def fingerprint() -> str:
+        versions = sorted(lakehouse.versions(CAUSE_INPUTS).items())
+        return f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{versions}"
+
+    if lakehouse.stage_is_current("causes", fingerprint()):
+        log.info("causes: findings and infrastructure events unchanged, causes kept")
+        return False
+    attach_causes(lakehouse, config)
+    lakehouse.record_stage("causes", fingerprint())
+    return True
+
+
 def attach_causes(lakehouse: Lakehouse, config: Config) -> None:
     """Recompute `causes` of all findings; only rows whose causes changed are rewritten.
 
@@ -32,6 +51,5 @@ def attach_causes(lakehouse: Lakehouse, config: Config) -> None:
             ("outages", "outage_id", outages),
         ):
             lakehouse.update_changed(table, with_causes(df, ranked, key), ["causes"])
-        log.info("causes: ranked for %d findings", ranked.count())
     finally:
         ranked.unpersist()

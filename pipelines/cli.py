@@ -43,7 +43,7 @@ def render(result: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _exit_code(ctx: Context, result: dict[str, Any]) -> int:
+def exit_code(ctx: Context, result: dict[str, Any]) -> int:
     """1 when asked to fail on anomalies and a run is invalid or cannot be judged.
 
     Informational findings (unacked_received, redelivery) alone do not fail a run.
@@ -54,23 +54,14 @@ def _exit_code(ctx: Context, result: dict[str, Any]) -> int:
     return EXIT_ANOMALIES if failing else EXIT_OK
 
 
-def cmd_analyze(ctx: Context) -> int:
-    from ingest.cli import terminal_progress
-    from pulsar_audit.jobs import analyze
-
-    result = analyze(ctx.lakehouse, ctx.config, ctx.args.path, terminal_progress(ctx))
-    ctx.emit(result, render)
-    return _exit_code(ctx, result)
-
-
 def cmd_pipeline(ctx: Context) -> int:
-    from pipelines.causes import attach_causes
-    from pipelines.infra_events import build_infra_events
+    from pipelines.causes import refresh_causes
+    from pipelines.infra_events import refresh_infra_events
     from pipelines.job import run_pipeline
 
-    runs = run_pipeline(ctx.lakehouse, ctx.config, ctx.args.run or None)
-    build_infra_events(ctx.lakehouse)
-    attach_causes(ctx.lakehouse, ctx.config)
+    runs = run_pipeline(ctx.lakehouse, ctx.config, ctx.args.run or None, ctx.progress())
+    refresh_infra_events(ctx.lakehouse)
+    refresh_causes(ctx.lakehouse, ctx.config)
     ctx.emit(
         {"recomputed": runs},
         lambda r: (
@@ -87,7 +78,7 @@ def cmd_summary(ctx: Context) -> int:
 
     result = summary_report(ctx.lakehouse, ctx.args.run or None)
     ctx.emit(result, render)
-    return _exit_code(ctx, result)
+    return exit_code(ctx, result)
 
 
 def cmd_explain(ctx: Context) -> int:
@@ -109,22 +100,18 @@ def render_timeline(result: dict[str, Any]) -> str:
     return head + "\n\n" + format_table(rows, columns)
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def fail_option() -> argparse.ArgumentParser:
     fail = argparse.ArgumentParser(add_help=False)
     fail.add_argument(
         "--fail-on-anomaly",
         action="store_true",
         help="exit 1 if any run has an anomaly or is not known to be valid",
     )
-    p = sub.add_parser(
-        "analyze",
-        parents=[common, fail],
-        help="main job: ingest, check and analyze traces",
-        description="Ingest the trace files under PATH, run the checks and the pipeline, and "
-        "print per (run, topic, subscription) the counts and the outages of every run.",
-    )
-    p.add_argument("path", metavar="PATH", help="a trace file or a folder of them")
-    p.set_defaults(handler=cmd_analyze)
+    return fail
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    fail = fail_option()
     p = sub.add_parser(
         "pipeline", parents=[common], help="recompute silver and gold for changed runs"
     )

@@ -7,6 +7,7 @@ that picks the first matching pattern per entry, then one `regexp_extract` per n
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 from pyspark.sql import Column, DataFrame
@@ -107,6 +108,22 @@ def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = Non
     ).transform(lambda df: conform(df, INFRA_EVENTS))
 
 
+def refresh_infra_events(lakehouse: Lakehouse) -> bool:
+    """Rebuild silver.infra_events unless its inputs are as they were last time; True if rebuilt.
+
+    The inputs are the log tables and zk_changes (their Delta versions) and the pattern table.
+    """
+    inputs = lakehouse.versions([*LOG_TABLES, "zk_changes"])
+    patterns = hashlib.sha256(repr(PATTERNS).encode()).hexdigest()[:16]
+    fingerprint = f"{patterns};{sorted(inputs.items())}"
+    if lakehouse.stage_is_current("infra_events", fingerprint):
+        log.info("infra events: logs and ZooKeeper changes unchanged, timeline kept")
+        return False
+    build_infra_events(lakehouse)
+    lakehouse.record_stage("infra_events", fingerprint)
+    return True
+
+
 def build_infra_events(lakehouse: Lakehouse) -> int:
     """Recompute silver.infra_events (and silver.clock_offsets) from bronze logs and zk_changes.
 
@@ -125,10 +142,9 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
         offsets = estimate_offsets(matched)
         lakehouse.overwrite("clock_offsets", offsets)
         events = with_corrected_ts(matched, lakehouse.read("clock_offsets"))
-        lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
+        count = lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
     finally:
         matched.unpersist()
-    count = lakehouse.read("infra_events").count()
     log.info("infra events: %d rows", count)
     return count
 

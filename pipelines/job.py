@@ -1,20 +1,30 @@
-"""The pipeline job: read bronze → build silver and gold for changed runs → replace their rows."""
+"""The pipeline job: read bronze → build silver and gold for changed runs → replace their rows.
+
+Which runs changed is decided from small tables only (bronze.run_files and the table-level
+check results), never by scanning the events. Each changed run's bronze is read once and
+persisted; frames that several steps need are derived once; each table is written once, and
+its row count is the write's own.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections.abc import Callable
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.build import Bronze, Silver, build_findings, build_silver, build_summary
+from pipelines.build import Bronze, Shared, Silver, build_findings, build_summary, shared_frames
+from pipelines.silver import build_delivery, build_message_history
 from pulsar_audit.config import Config, PipelineConfig
 from pulsar_audit.delta_io import Lakehouse
 
 log = logging.getLogger(__name__)
 
 # Bump when a transform changes meaning, so that every run is recomputed once.
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 BRONZE_TABLES = ("producer_events", "consumer_events", "run_events", "check_results")
 
 
@@ -23,24 +33,32 @@ def read_bronze(lakehouse: Lakehouse) -> Bronze:
     return Bronze(*(lakehouse.read(table) for table in BRONZE_TABLES))
 
 
-def input_fingerprints(bronze: Bronze, pipeline: PipelineConfig) -> DataFrame:
-    """(run_id, input_fingerprint): a hash of the run's (table, ingest_id, rows) and settings.
+def input_fingerprints(lakehouse: Lakehouse, pipeline: PipelineConfig) -> dict[str, str]:
+    """run_id → a hash of what the run's silver and gold are computed from.
 
-    One cheap aggregate per run: new ingests, new check results or changed pipeline
-    settings change it; nothing per message leaves Spark.
+    The rows each ingested file gave each table for the run (with the ingest that wrote
+    them), the ingests of its table-level checks, and the pipeline's settings. Both tables
+    are small (files × runs, checks × runs): nothing per message is read.
     """
     settings = f"v{PIPELINE_VERSION};{pipeline.outage_threshold_ms};{pipeline.backoff_ladder_ms}"
-    tagged = [
-        df.select("run_id", "ingest_id", F.lit(name).alias("table"))
-        for name, df in zip(BRONZE_TABLES, bronze.tables(), strict=True)
-    ]
-    rows = tagged[0].unionByName(tagged[1]).unionByName(tagged[2]).unionByName(tagged[3])
-    per_ingest = rows.groupBy("run_id", "table", "ingest_id").agg(F.count("*").alias("rows"))
-    part = F.concat_ws(":", "table", "ingest_id", F.col("rows").cast("string"))
-    parts = F.array_join(F.array_sort(F.collect_list(part)), ",")
-    return per_ingest.groupBy("run_id").agg(
-        F.sha2(F.concat_ws(";", F.lit(settings), parts), 256).alias("input_fingerprint")
+    parts: dict[str, list[str]] = {}
+    files = lakehouse.read("run_files").select(
+        "run_id", "table", "source_file", "ingest_id", "rows"
     )
+    for r in files.collect():
+        parts.setdefault(r.run_id, []).append(f"{r.table}:{r.source_file}:{r.ingest_id}:{r.rows}")
+    checks = (
+        lakehouse.read("check_results")
+        .filter(F.col("level") == "table")
+        .select("run_id", "ingest_id")
+        .distinct()
+    )
+    for r in checks.collect():
+        parts.setdefault(r.run_id, []).append(f"checks:{r.ingest_id}")
+    return {
+        run: hashlib.sha256(";".join([settings, *sorted(p)]).encode()).hexdigest()
+        for run, p in parts.items()
+    }
 
 
 def changed_runs(current: dict[str, str], previous: dict[str, str]) -> list[str]:
@@ -48,24 +66,18 @@ def changed_runs(current: dict[str, str], previous: dict[str, str]) -> list[str]
     return sorted(r for r in current.keys() | previous.keys() if current.get(r) != previous.get(r))
 
 
-def _replace(lakehouse: Lakehouse, table: str, df: DataFrame, runs: list[str]) -> DataFrame:
-    """Replace the runs' rows of `table`, log the row count, and return what was written."""
-    lakehouse.replace_runs(table, df, runs)
-    written = lakehouse.read(table).filter(F.col("run_id").isin(runs))
-    log.info("%s: %d rows for %d run(s)", table, written.count(), len(runs))
-    return written
-
-
 def run_pipeline(
-    lakehouse: Lakehouse, config: Config, run_ids: list[str] | None = None
+    lakehouse: Lakehouse,
+    config: Config,
+    run_ids: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[str]:
     """Recompute silver and gold for runs whose bronze changed; return those run_ids.
 
     run_ids: recompute exactly these runs, changed or not.
     """
-    bronze = read_bronze(lakehouse)
-    fingerprints = input_fingerprints(bronze, config.pipeline)
-    current = {r["run_id"]: r["input_fingerprint"] for r in fingerprints.collect()}
+    say = progress or (lambda _: None)
+    current = input_fingerprints(lakehouse, config.pipeline)
     state = lakehouse.read("run_state").select("run_id", "input_fingerprint").collect()
     previous = {r["run_id"]: r["input_fingerprint"] for r in state}
     runs = sorted(set(run_ids)) if run_ids is not None else changed_runs(current, previous)
@@ -73,18 +85,57 @@ def run_pipeline(
         log.info("pipeline: no run changed since the last computation")
         return []
     log.info("pipeline: recomputing %d run(s): %s", len(runs), ", ".join(runs))
-    scoped = bronze.for_runs(runs)
-    built = build_silver(scoped)
-    silver = Silver(
-        message_history=_replace(lakehouse, "message_history", built.message_history, runs),
-        delivery=_replace(lakehouse, "delivery", built.delivery, runs),
+    scoped = read_bronze(lakehouse).for_runs(runs)
+    events = Bronze(
+        scoped.producer_events.persist(StorageLevel.MEMORY_AND_DISK),
+        scoped.consumer_events.persist(StorageLevel.MEMORY_AND_DISK),
+        scoped.run_events,
+        scoped.check_results,
     )
-    found_anomalies, found_outages = build_findings(scoped, silver, config.pipeline)
+    shared = shared_frames(events).persist()
+    try:
+        _compute(lakehouse, config, events, shared, runs, say)
+    finally:
+        shared.unpersist()
+        events.producer_events.unpersist()
+        events.consumer_events.unpersist()
+    rows = [(run, current[run]) for run in runs if run in current]
+    run_state = lakehouse.spark.createDataFrame(
+        rows, "run_id string, input_fingerprint string"
+    ).withColumn("computed_at", F.current_timestamp())
+    lakehouse.replace_runs("run_state", run_state, runs)
+    return runs
+
+
+def _compute(
+    lakehouse: Lakehouse,
+    config: Config,
+    events: Bronze,
+    shared: Shared,
+    runs: list[str],
+    say: Callable[[str], None],
+) -> None:
+    """Write silver, then gold; each written table is read back (not recomputed) downstream."""
+    say("silver: delivery")
+    delivery = _replace(lakehouse, "delivery", build_delivery(shared.receives), runs)
+    say("silver: message history")
+    history = build_message_history(events.producer_events, delivery)
+    silver = Silver(_replace(lakehouse, "message_history", history, runs), delivery)
+    say("gold: anomalies and outages")
+    found_anomalies, found_outages = build_findings(events, shared, silver, config.pipeline)
     anomalies = _replace(lakehouse, "anomalies", found_anomalies, runs)
     outages = _replace(lakehouse, "outages", found_outages, runs)
-    _replace(lakehouse, "run_summary", build_summary(scoped, silver, anomalies, outages), runs)
-    run_state = fingerprints.filter(F.col("run_id").isin(runs)).select(
-        "run_id", "input_fingerprint", F.current_timestamp().alias("computed_at")
+    say("gold: run summary")
+    _replace(
+        lakehouse,
+        "run_summary",
+        build_summary(events, shared, silver, anomalies, outages),
+        runs,
     )
-    _replace(lakehouse, "run_state", run_state, runs)
-    return runs
+
+
+def _replace(lakehouse: Lakehouse, table: str, df: DataFrame, runs: list[str]) -> DataFrame:
+    """Replace the runs' rows of `table` and return them as written (read back, not recomputed)."""
+    rows = lakehouse.replace_runs(table, df, runs)
+    log.info("%s: %d rows for %d run(s)", table, rows, len(runs))
+    return lakehouse.read(table).filter(F.col("run_id").isin(runs))

@@ -19,13 +19,32 @@ from pulsar_audit.output import format_table, print_json
 EXIT_OK, EXIT_ANOMALIES, EXIT_USAGE = 0, 1, 2
 
 log = logging.getLogger("pulsar_audit")
+Job = Callable[..., Any]
 
 
 class Context:
-    """What a command needs, built on first use: config, Spark session, lakehouse."""
+    """What a command needs, built on first use: config, Spark session, lakehouse.
 
-    def __init__(self, args: argparse.Namespace):
+    jobs: the jobs the composition root wired in (e.g. "analyze"), for commands of one stage
+    that end by running a job made of several (`chaos run` captures, then analyzes).
+    """
+
+    def __init__(self, args: argparse.Namespace, jobs: dict[str, Job] | None = None):
         self.args = args
+        self.jobs = jobs or {}
+
+    def job(self, name: str) -> Job:
+        if name not in self.jobs:
+            raise UsageError(f"the job {name!r} is not available from this entry point")
+        return self.jobs[name]
+
+    def progress(self) -> Callable[[str], None] | None:
+        """A live status line on stderr when it is a terminal and the output is not JSON."""
+        if getattr(self.args, "json", False) or not sys.stderr.isatty():
+            return None
+        from pulsar_audit.output import live_status
+
+        return live_status()
 
     @cached_property
     def config(self) -> Config:
@@ -50,10 +69,10 @@ class Context:
             print(text(result))
 
 
-Handler = Callable[[Context], int]
+Handler = Callable[["Context"], int]
 
 
-def _common(json_output: bool = True) -> argparse.ArgumentParser:
+def common_options(json_output: bool = True) -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument(
         "--env", help="config env: conf/<ENV>.yaml (default $PULSAR_AUDIT_ENV or 'local')"
@@ -78,33 +97,14 @@ def cmd_init(ctx: Context) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pulsar-audit",
-        description="Trace-replay anomaly detector for Apache Pulsar (PySpark on Delta Lake).",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    common = _common()
-
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """The core's own command: `init`."""
     p = sub.add_parser("init", parents=[common], help="create the lakehouse tables (idempotent)")
     p.set_defaults(handler=cmd_init)
 
-    for register in _stage_commands():
-        register(sub, common)
-    return parser
 
-
-def _stage_commands() -> list[Callable[..., None]]:
-    """Each stage adds its own subcommands (kept out of this module to keep it small)."""
-    from ingest import cli as ingest_cli
-    from ingest.pulsar import cli as pulsar_cli
-    from pipelines import cli as pipelines_cli
-
-    return [ingest_cli.register, pipelines_cli.register, pulsar_cli.register]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def run(parser: argparse.ArgumentParser, argv: list[str] | None, jobs: dict[str, Job]) -> int:
+    """Parse `argv`, set up logging, run the chosen handler; usage errors exit 2."""
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -113,11 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     handler: Handler = args.handler
     try:
-        return handler(Context(args))
+        return handler(Context(args, jobs))
     except UsageError as exc:
         print(f"pulsar-audit {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from pulsar_audit.config import Config
@@ -21,6 +22,7 @@ class Lakehouse:
     def __init__(self, spark: SparkSession, config: Config):
         self.spark = spark
         self.config = config
+        self._existing: set[str] = set()
 
     # ------------------------------------------------------------------ naming
     def spec(self, table: str) -> TableSpec:
@@ -42,18 +44,31 @@ class Lakehouse:
         return DeltaTable.forName(self.spark, self.location(table))
 
     def exists(self, table: str) -> bool:
+        """Whether the table exists (remembered once seen: tables are never dropped by a job)."""
+        if table in self._existing:
+            return True
         if self.config.storage == "path":
-            return DeltaTable.isDeltaTable(self.spark, self.location(table))
-        return self.spark.catalog.tableExists(self.location(table))
+            found = DeltaTable.isDeltaTable(self.spark, self.location(table))
+        else:
+            found = self.spark.catalog.tableExists(self.location(table))
+        if found:
+            self._existing.add(table)
+        return found
 
     # ------------------------------------------------------------------ create
-    def create_all(self) -> list[dict[str, object]]:
-        """Create every contract table that does not exist yet; report what was done."""
-        report = []
-        for name in TABLES:
-            created = self.create(name)
-            report.append({"table": name, "location": self.location(name), "created": created})
-        return report
+    def create_all(self, threads: int = 8) -> list[dict[str, object]]:
+        """Create every contract table that does not exist yet; report what was done.
+
+        Tables are independent Delta logs, so they are created concurrently (each creation
+        is a small commit whose cost is mostly waiting on the file system and the JVM).
+        """
+        names = list(TABLES)
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            created = list(pool.map(self.create, names))
+        return [
+            {"table": name, "location": self.location(name), "created": made}
+            for name, made in zip(names, created, strict=True)
+        ]
 
     def create(self, table: str) -> bool:
         spec = self.spec(table)
@@ -69,13 +84,19 @@ class Lakehouse:
             )
             builder = builder.tableName(self.location(table))
         builder.execute()
+        self._existing.add(table)
         log.info("created table %s at %s", table, self.location(table))
         return True
 
     # ------------------------------------------------------------------ read
     def read(self, table: str, version: int | None = None) -> DataFrame:
-        """The table now, or as of an earlier `version` (Delta time travel)."""
-        self.create(table)
+        """The table now, or as of an earlier `version` (Delta time travel).
+
+        A table never written is read as empty with its contract schema (it is created by
+        its first write, or by `init`), so reading costs no Delta commit.
+        """
+        if version is None and not self.exists(table):
+            return self.spark.createDataFrame([], self.spec(table).schema)
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
@@ -87,17 +108,34 @@ class Lakehouse:
         self.create(table)
         return int(self._delta(table).history(1).select("version").first()[0])
 
-    # ------------------------------------------------------------------ write
-    def append(self, table: str, df: DataFrame) -> None:
-        self.create(table)
-        columns = self.spec(table).schema.fieldNames()
-        self._save(table, df.select(*columns).write.format("delta").mode("append"))
+    def versions(self, tables: Iterable[str]) -> dict[str, int]:
+        """The current version of each table; -1 for a table never written (not created)."""
+        return {t: self.version(t) if self.exists(t) else -1 for t in tables}
 
-    def overwrite(self, table: str, df: DataFrame) -> None:
+    # ------------------------------------------------------------------ stage state
+    def stage_is_current(self, stage: str, fingerprint: str) -> bool:
+        """Whether `stage` last ran on inputs with this fingerprint (then it can be skipped)."""
+        state = self.read("stage_state").filter(F.col("stage") == stage)
+        row = state.select("input_fingerprint").first()
+        return row is not None and row[0] == fingerprint
+
+    def record_stage(self, stage: str, fingerprint: str) -> None:
+        """Remember the fingerprint of the inputs `stage` has just been computed from."""
+        row = self.spark.createDataFrame(
+            [(stage, fingerprint)], "stage string, input_fingerprint string"
+        ).withColumn("computed_at", F.current_timestamp())
+        self.merge("stage_state", row)
+
+    # ------------------------------------------------------------------ write
+    def append(self, table: str, df: DataFrame) -> int:
+        """Append `df`; return the rows written."""
+        self.create(table)
+        return self._save(table, df, "append")
+
+    def overwrite(self, table: str, df: DataFrame) -> int:
         """Replace the whole table with `df` (one Delta commit; earlier versions stay readable)."""
         self.create(table)
-        columns = self.spec(table).schema.fieldNames()
-        self._save(table, df.select(*columns).write.format("delta").mode("overwrite"))
+        return self._save(table, df, "overwrite")
 
     def merge(self, table: str, df: DataFrame, keys: Iterable[str] | None = None) -> None:
         """Upsert on the natural key: rows already present are updated, new ones inserted."""
@@ -142,21 +180,22 @@ class Lakehouse:
             .execute()
         )
 
-    def replace_runs(self, table: str, df: DataFrame, run_ids: list[str]) -> None:
+    def replace_runs(self, table: str, df: DataFrame, run_ids: list[str]) -> int:
         """Atomically replace every row of `run_ids` with `df` (one Delta commit)."""
-        self.replace_where(table, df, {"run_id": run_ids})
+        return self.replace_where(table, df, {"run_id": run_ids})
 
-    def replace_where(self, table: str, df: DataFrame, match: dict[str, list[str]]) -> None:
+    def replace_where(self, table: str, df: DataFrame, match: dict[str, list[str]]) -> int:
         """Atomically replace the rows whose columns hold the given values with `df`.
 
         match: column → values (ANDed across columns). Delta refuses the write if `df`
-        holds a row outside the match, so a job can only replace what it owns.
+        holds a row outside the match, so a job can only replace what it owns. Returns the
+        rows written, counted by the write itself.
         """
         self.create(table)
         if not match:
             raise ValueError("replace_where needs at least one column to match")
         if any(not values for values in match.values()):
-            return
+            return 0
         columns = self.spec(table).schema.fieldNames()
         unknown = [c for c in match if c not in columns]
         if unknown:
@@ -165,19 +204,28 @@ class Lakehouse:
             f"`{column}` IN ({', '.join(sql_string_literal(v) for v in sorted(set(values)))})"
             for column, values in match.items()
         )
-        writer = (
-            df.select(*columns)
-            .write.format("delta")
-            .mode("overwrite")
-            .option("replaceWhere", predicate)
-        )
-        self._save(table, writer)
+        return self._save(table, df, "overwrite", {"replaceWhere": predicate})
 
-    def _save(self, table: str, writer: DataFrameWriter) -> None:
+    def _save(
+        self, table: str, df: DataFrame, mode: str, options: dict[str, str] | None = None
+    ) -> int:
+        """Write `df`'s contract columns in one Delta commit; return the rows it wrote.
+
+        The count is observed on the write's own execution: no second pass over `df`.
+        """
+        written = Observation(f"rows_{table}")
+        columns = self.spec(table).schema.fieldNames()
+        observed = df.select(*columns).observe(written, F.count(F.lit(1)).alias("rows"))
+        writer: DataFrameWriter = observed.write.format("delta").mode(mode)
+        for key, value in (options or {}).items():
+            writer = writer.option(key, value)
         if self.config.storage == "path":
             writer.save(self.location(table))
         else:
             writer.saveAsTable(self.location(table))
+        rows = int(written.get.get("rows", 0))
+        log.info("%s: wrote %d rows (%s)", table, rows, mode)
+        return rows
 
 
 def _key_match(keys: Iterable[str]) -> Column:

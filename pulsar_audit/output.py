@@ -40,3 +40,15 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.1f}"
     return str(value)
+
+
+def live_status():  # noqa: ANN201 - returns a callable that updates one live line
+    """A live status line on stderr (rich): each call replaces the text; stops at exit."""
+    import atexit
+
+    from rich.console import Console
+
+    status = Console(stderr=True).status("starting")
+    status.start()
+    atexit.register(status.stop)
+    return status.update

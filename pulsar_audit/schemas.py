@@ -180,6 +180,19 @@ INGESTED_FILES = T.StructType(
     ]
 )
 
+# The rows one ingested file gave one table for one run: what the pipeline's change detection
+# and forensics read instead of scanning the events.
+RUN_FILES = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("table", _STR, False),
+        _f("source_file", _STR, False),
+        _f("rows", _LONG, False),
+        _f("ingest_id", _STR, False),
+        _f("ingested_at", _TS, False),
+    ]
+)
+
 # ----------------------------------------------------------------------------- silver
 
 MESSAGE_ID = T.StructType([_f("ledger_id", _LONG), _f("entry_id", _LONG), _f("batch_index", _INT)])
@@ -270,6 +283,16 @@ CLOCK_OFFSETS = T.StructType(
 RUN_STATE = T.StructType(
     [
         _f("run_id", _STR, False),
+        _f("input_fingerprint", _STR, False),
+        _f("computed_at", _TS, False),
+    ]
+)
+
+# Bookkeeping for whole-lakehouse stages (infrastructure timeline, causes): the versions of the
+# tables a stage last read, so that it is skipped while they have not changed.
+STAGE_STATE = T.StructType(
+    [
+        _f("stage", _STR, False),
         _f("input_fingerprint", _STR, False),
         _f("computed_at", _TS, False),
     ]
@@ -398,6 +421,7 @@ TABLES: dict[str, TableSpec] = {
             "bronze", "check_results", CHECK_RESULTS, ("run_id", "table", "expectation", "column")
         ),
         TableSpec("bronze", "ingested_files", INGESTED_FILES, ("kind", "path", "content_hash")),
+        TableSpec("bronze", "run_files", RUN_FILES, ("run_id", "table", "source_file")),
         TableSpec(
             "silver",
             "message_history",
@@ -413,6 +437,7 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("silver", "infra_events", INFRA_EVENTS, ("event_id",)),
         TableSpec("silver", "clock_offsets", CLOCK_OFFSETS, ("host",)),
         TableSpec("silver", "run_state", RUN_STATE, ("run_id",)),
+        TableSpec("silver", "stage_state", STAGE_STATE, ("stage",)),
         TableSpec("gold", "anomalies", ANOMALIES, ("anomaly_id",)),
         TableSpec("gold", "outages", OUTAGES, ("outage_id",)),
         TableSpec("gold", "run_summary", RUN_SUMMARY, ("run_id", "topic", "subscription")),

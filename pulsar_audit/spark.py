@@ -46,6 +46,8 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
+        # A local job has no one to look at its web UI; starting it costs about a second.
+        .config("spark.ui.enabled", "false")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.warehouse.dir", str(config.lakehouse_path / "_warehouse"))

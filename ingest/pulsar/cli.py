@@ -118,7 +118,6 @@ def _capture_text(r: dict) -> str:
 def cmd_chaos_run(ctx: Context) -> int:
     from ingest.pulsar import cluster
     from ingest.pulsar.harness import capture
-    from pulsar_audit.jobs import analyze_path
 
     args = ctx.args
     brokers, bookies, default_config = SCENARIOS[args.scenario]
@@ -132,7 +131,7 @@ def cmd_chaos_run(ctx: Context) -> int:
     finally:
         if started_here and not args.keep_cluster:
             cluster.down(workdir)
-    result = analyze_path(ctx, captured["out"])
+    result = ctx.job("analyze")(ctx, captured["out"])
     ctx.emit({**result, "capture": captured}, _chaos_text)
     return EXIT_OK
 

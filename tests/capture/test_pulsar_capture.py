@@ -20,7 +20,7 @@ ANOMALY_COUNTS = ("lost", "unseen", "unacked_received", "duplicated", "out_of_or
 
 
 def _analyze(lakehouse, config, out: Path) -> dict:  # noqa: ANN001
-    from pulsar_audit.jobs import analyze
+    from jobs.analyze import analyze
 
     return analyze(lakehouse, config, out)
 

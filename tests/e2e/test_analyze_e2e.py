@@ -174,7 +174,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "unload-run"
 @pytest.mark.slow
 def test_real_unload_run_names_the_unload_as_the_outage_cause(lakehouse, config):
     """The committed real run: a trace and the broker log of a bundle unload on Pulsar 4.0.7."""
-    from pulsar_audit.jobs import analyze
+    from jobs.analyze import analyze
 
     result = analyze(lakehouse, config, EXAMPLE)
     assert result["infra"]["log_files"] == 2  # the broker log and the client log

@@ -7,7 +7,15 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.build import Bronze, Gold, Silver, build_findings, build_silver, build_summary
+from pipelines.build import (
+    Bronze,
+    Gold,
+    Silver,
+    build_findings,
+    build_silver,
+    build_summary,
+    shared_frames,
+)
 from pulsar_audit.config import PipelineConfig
 from pulsar_audit.schemas import CHECK_RESULTS, CONSUMER_EVENTS, PRODUCER_EVENTS, RUN_EVENTS
 
@@ -113,10 +121,14 @@ def bronze(
 def build(spark: SparkSession, events: list[dict], checks: list[dict] = ()) -> tuple[Silver, Gold]:
     """Silver and gold of `events`, each stage materialized as the job does by writing it."""
     data = bronze(spark, events, checks)
-    built = build_silver(data)
+    shared = shared_frames(data)
+    built = build_silver(data, shared)
     silver = Silver(built.message_history.localCheckpoint(), built.delivery.localCheckpoint())
-    anomalies, outages = (df.localCheckpoint() for df in build_findings(data, silver, PIPELINE))
-    return silver, Gold(anomalies, outages, build_summary(data, silver, anomalies, outages))
+    anomalies, outages = (
+        df.localCheckpoint() for df in build_findings(data, shared, silver, PIPELINE)
+    )
+    gold = Gold(anomalies, outages, build_summary(data, shared, silver, anomalies, outages))
+    return silver, gold
 
 
 def summary(gold: Gold) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,76 @@
+"""`pulsar-audit`: every stage's commands, and the main job `analyze`, wired in one place.
+
+Exit codes: 0 ok; 1 anomalies found and --fail-on-anomaly given; 2 usage, config or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pulsar_audit import cli as core_cli
+from pulsar_audit.cli import Context
+
+
+def cmd_analyze(ctx: Context) -> int:
+    """The main job: ingest everything under PATH, check, recompute, print every run."""
+    from jobs.analyze import check_inputs
+    from pipelines.cli import exit_code, render
+
+    check_inputs(ctx.args.path)  # before Spark starts: a wrong path costs nothing
+    result = analyze_path(ctx, ctx.args.path)
+    ctx.emit(result, render)
+    return exit_code(ctx, result)
+
+
+def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
+    """`analyze` for a command's context (config and lakehouse already chosen)."""
+    from jobs.analyze import analyze
+
+    return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ingest import cli as ingest_cli
+    from ingest import zk_cli
+    from ingest.pulsar import cli as pulsar_cli
+    from pipelines import cli as pipelines_cli
+
+    parser = argparse.ArgumentParser(
+        prog="pulsar-audit",
+        description="Trace-replay anomaly detector for Apache Pulsar (PySpark on Delta Lake).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = core_cli.common_options()
+    core_cli.register(sub, common)
+    p = sub.add_parser(
+        "analyze",
+        parents=[common, pipelines_cli.fail_option()],
+        help="main job: ingest, check and analyze traces, logs and ZooKeeper captures",
+        description="Ingest the trace files, logs (logs/broker|bookie|client/) and ZooKeeper "
+        "captures (*.zk.jsonl) under PATH, run the checks, the pipeline and the correlation, "
+        "and print per (run, topic, subscription) the counts, the outages and the findings.",
+    )
+    p.add_argument("path", metavar="PATH", help="a trace file or a folder of captures")
+    p.set_defaults(handler=cmd_analyze)
+    for register in (
+        ingest_cli.register,
+        zk_cli.register,
+        pipelines_cli.register,
+        pulsar_cli.register,
+    ):
+        register(sub, common)
+    return parser
+
+
+JOBS = {"analyze": analyze_path}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return core_cli.run(build_parser(), argv, JOBS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
