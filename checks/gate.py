@@ -27,10 +27,14 @@ def _rule_names() -> list[str]:
     return sorted({rule.name for rules in ROW_RULES.values() for rule in rules})
 
 
-def violated_rules(table: Column) -> Column:
-    """The names of the rules of `table` (a Column naming the row's table) that a row breaks."""
+def violated_rules(table: Column, tables: Iterable[str] | None = None) -> Column:
+    """The names of the rules of `table` (a Column naming the row's table) that a row breaks.
+
+    tables: the tables a row may be bound for (default all; the frame needs their columns).
+    """
     chosen = F.array().cast("array<string>")
-    for name, rules in ROW_RULES.items():
+    for name in tables or ROW_RULES:
+        rules = ROW_RULES[name]
         names = F.array_compact(F.array(*[F.when(r.violation(), F.lit(r.name)) for r in rules]))
         chosen = F.when(table == name, names).otherwise(chosen)
     return chosen

@@ -6,8 +6,10 @@ from datetime import datetime
 
 from pyspark.sql import functions as F
 
-from checks.gate import gate_rows
+from checks.gate import judge_rows, per_run_counts, violated_rules, violation_counts
+from checks.rules import ROW_RULES
 from checks.tables import TABLE_METRICS, check_runs, run_metrics
+from ingest.trace_format import ROLE_TABLE
 from pulsar_audit.schemas import CONSUMER_EVENTS, PRODUCER_EVENTS, QUARANTINE, RUN_EVENTS
 
 AT = datetime(2025, 3, 4, 10, 15, 30)
@@ -54,10 +56,25 @@ def runs(spark, rows=()):
     return spark.createDataFrame(list(rows), RUN_EVENTS)
 
 
+def _gate(spark, df):
+    """Stage `df` (producer rows) as the ingest does: violations per row, counts per run."""
+    flagged = df.withColumn(
+        "_violated", violated_rules(F.lit("producer_events"), ["producer_events"])
+    ).localCheckpoint()
+    counts = (
+        flagged.withColumn("role", F.lit("producer"))
+        .groupBy("run_id", "role")
+        .agg(*violation_counts(F.lit(True)))
+        .collect()
+    )
+    results = judge_rows(spark, per_run_counts(counts, ROLE_TABLE), "i", AT)
+    return flagged, results
+
+
 def test_gate_on_empty_batch_passes_nothing_and_quarantines_nothing(spark):
-    gate = gate_rows(producer(spark, []).withColumn("raw", F.lit("{}")), "producer_events", "i", AT)
-    assert gate.passed.count() == 0 and gate.quarantined.count() == 0
-    assert all(o.success for o in gate.outcomes)
+    flagged, results = _gate(spark, producer(spark, []))
+    assert flagged.count() == 0
+    assert results.count() == 0
 
 
 def test_gate_quarantines_exactly_the_rows_gx_counts(spark):
@@ -67,27 +84,21 @@ def test_gate_quarantines_exactly_the_rows_gx_counts(spark):
         ("r1", "p", "ack", 2, None, 2),
         ("r2", "p", "ack", 3, -2, 0),
     ]
-    df = producer(spark, rows).withColumn("raw", F.concat(F.lit("line "), F.col("line_number")))
-    gate = gate_rows(df, "producer_events", "i", AT)
-    failed = {o.name: o.unexpected_count for o in gate.outcomes if not o.success}
-    assert failed == {
-        "ack_has_ledger_id": 1,
-        "ack_has_entry_id": 1,
-        "ledger_id_at_least_minus_one": 1,
-    }
-    got = sorted((r.line_number, r.check) for r in gate.quarantined.collect())
+    flagged, results = _gate(spark, producer(spark, rows))
+    bad = F.size("_violated") > 0
+    got = sorted((r.line_number, ",".join(r._violated)) for r in flagged.filter(bad).collect())
     assert got == [(2, "ack_has_ledger_id,ack_has_entry_id"), (3, "ledger_id_at_least_minus_one")]
-    assert gate.passed.count() == 2
-    per_run = {
-        (r.run_id, r.expectation): r.unexpected_count
-        for r in gate.check_results.collect()
-        if not r.success
-    }
+    assert flagged.filter(~bad).count() == 2
+    checked = results.collect()
+    per_run = {(r.run_id, r.expectation): r.unexpected_count for r in checked if not r.success}
     assert per_run == {
         ("r1", "ack_has_ledger_id"): 1,
         ("r1", "ack_has_entry_id"): 1,
         ("r2", "ledger_id_at_least_minus_one"): 1,
     }
+    # every rule of the table is judged for both runs, at row level
+    assert len(checked) == 2 * len(ROW_RULES["producer_events"])
+    assert {r.level for r in checked} == {"row"}
 
 
 def _metrics(spark, prod, cons, quarantine_rows=()):
