@@ -24,6 +24,7 @@ class Measured:
     command: list[str]
     wall_s: float
     peak_rss_gb: float
+    peak_pss_gb: float  # shared pages (forked Python workers) counted once
     exit_code: int | None
     status: str  # ok | failed | killed (over the memory cap) | skipped
     stdout: str
@@ -34,20 +35,23 @@ class Measured:
 
 
 def skipped(name: str, command: list[str], why: str) -> Measured:
-    return Measured(name, command, 0.0, 0.0, None, f"skipped: {why}", "", "")
+    return Measured(name, command, 0.0, 0.0, 0.0, None, f"skipped: {why}", "", "")
 
 
-def _tree_rss(root: psutil.Process) -> tuple[int, list[psutil.Process]]:
-    """RSS in bytes of `root` and all its descendants (the JVM under a Python CLI included)."""
+def _tree_memory(root: psutil.Process) -> tuple[int, int, list[psutil.Process]]:
+    """RSS and PSS in bytes of `root` and all its descendants (the JVM under a Python CLI
+    included). RSS counts a page shared by forked processes once per process, PSS shares it."""
     try:
         members = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0, []
-    total = 0
+        return 0, 0, []
+    rss = pss = 0
     for proc in members:
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            total += proc.memory_info().rss
-    return total, members
+        with contextlib.suppress(psutil.Error):
+            info = proc.memory_full_info()
+            rss += info.rss
+            pss += getattr(info, "pss", info.rss)
+    return rss, pss, members
 
 
 def _kill_tree(members: list[psutil.Process]) -> None:
@@ -71,7 +75,7 @@ def run_measured(
     """
     logs.mkdir(parents=True, exist_ok=True)
     out_path, err_path = logs / f"{name}.out", logs / f"{name}.err"
-    peak = 0
+    peak = peak_pss = 0
     status = "ok"
     started = time.monotonic()
     with out_path.open("w") as out, err_path.open("w") as err:
@@ -80,10 +84,10 @@ def run_measured(
         stop = threading.Event()
 
         def sample() -> None:
-            nonlocal peak, status
+            nonlocal peak, peak_pss, status
             while not stop.is_set():
-                rss, members = _tree_rss(root)
-                peak = max(peak, rss)
+                rss, pss, members = _tree_memory(root)
+                peak, peak_pss = max(peak, rss), max(peak_pss, pss)
                 over_cap = rss_cap_gb is not None and rss > rss_cap_gb * 1e9
                 over_time = timeout_s is not None and time.monotonic() - started > timeout_s
                 if over_cap or over_time:
@@ -109,6 +113,7 @@ def run_measured(
         command,
         round(wall, 2),
         round(peak / 1e9, 2),
+        round(peak_pss / 1e9, 2),
         exit_code,
         status,
         out_path.read_text(),
