@@ -1,16 +1,15 @@
-"""Row-level rules for bronze, declared once and rendered both ways.
+"""Row-level rules for bronze, declared once.
 
-Each rule becomes a Great Expectations expectation (which gives the verdict and the observed
-counts) and a Spark Column that is true on a violating row (which quarantines exactly those rows).
-The gate checks that both agree, so the two renderings cannot drift apart silently.
+Each rule is a Spark Column that is true on a violating row: the ingest evaluates every rule in
+its one pass, quarantines exactly the violating rows, and counts them per (run, rule); Great
+Expectations then judges those counts (checks/gate.py), so the verdict and the quarantine come
+from the same predicate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import great_expectations.expectations as gxe
-from great_expectations.expectations.row_conditions import Column as GxColumn
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -29,32 +28,6 @@ class Rule:
     other: str | None = None
     when: tuple[str, str] | None = None
     explain: str = ""
-
-    def expectation(self) -> gxe.Expectation:
-        extra = {}
-        if self.when is not None:
-            extra["row_condition"] = GxColumn(self.when[0]) == self.when[1]
-        meta = {"rule": self.name}
-        if self.kind == "not_null":
-            return gxe.ExpectColumnValuesToNotBeNull(column=self.column, meta=meta, **extra)
-        if self.kind == "in_set":
-            return gxe.ExpectColumnValuesToBeInSet(
-                column=self.column, value_set=list(self.value), meta=meta, **extra
-            )
-        if self.kind == "at_least":
-            return gxe.ExpectColumnValuesToBeBetween(
-                column=self.column, min_value=self.value, meta=meta, **extra
-            )
-        if self.kind == "pair_at_least":
-            return gxe.ExpectColumnPairValuesAToBeGreaterThanB(
-                column_A=self.column,
-                column_B=self.other,
-                or_equal=True,
-                ignore_row_if="either_value_is_missing",
-                meta=meta,
-                **extra,
-            )
-        raise ValueError(f"rule {self.name}: unknown kind {self.kind!r}")
 
     def violation(self) -> Column:
         """True on a row that breaks the rule (null-safe: never null)."""

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import great_expectations.expectations as gxe
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checks.gx import validate
 from pulsar_audit.schemas import CHECK_RESULTS, TABLES
 
 _MESSAGE = ["run_id", "topic", "partition", "producer", "seq"]
@@ -137,7 +135,9 @@ def run_metrics(
     )
 
 
-def _expectations() -> list[gxe.Expectation]:
+def _expectations() -> list:
+    import great_expectations.expectations as gxe
+
     return [
         gxe.ExpectColumnValuesToBeBetween(
             column=metric, min_value=low, max_value=high, meta={"rule": metric}
@@ -158,6 +158,8 @@ def check_runs(
     schemas_ok: per bronze table, whether its columns match the contract (see check_schemas);
     a mismatch fails every run. `metrics` has one row per run: collecting it is small.
     """
+    from checks.gx import validate
+
     rows = metrics.collect()
     judged = pd.DataFrame([row.asDict() for row in rows], columns=metrics.columns)
     outcomes = validate(judged, "run_tables", _expectations(), index_columns=["run_id"])
@@ -190,6 +192,10 @@ def check_schemas(tables: dict[str, DataFrame]) -> dict[str, bool]:
     """Whether each bronze table's columns match its contract, in order."""
     outcomes = {}
     for name, df in tables.items():
+        import great_expectations.expectations as gxe
+
+        from checks.gx import validate
+
         expectation = gxe.ExpectTableColumnsToMatchOrderedList(
             column_list=TABLES[name].schema.fieldNames(), meta={"rule": "schema"}
         )

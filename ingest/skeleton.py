@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from ingest.files import InputFile, batches, fingerprint, read_lines
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import INGESTED_FILES
 
 log = logging.getLogger(__name__)
@@ -152,16 +153,27 @@ def ingest_files(
     say = progress or (lambda _: None)
     new = new_files(lakehouse, paths, source.kind_of, progress)
     outcome = IngestOutcome(files=len(new), skipped_files=len(paths) - len(new))
-    done = 0
+    total_bytes = sum(f.size_bytes for f in new)
+    done_bytes = 0
     for files in batches(new):
         batch = Batch(files, str(uuid.uuid4()), datetime.now(UTC).replace(tzinfo=None))
-        per_file, counts = _ingest_batch(lakehouse, source, batch)
+        label = (
+            f"ingest {source.kind_of(files[0].path)}: {len(outcome.per_file) + len(files)}"
+            f"/{len(new)} files, {(done_bytes + sum(f.size_bytes for f in files)) >> 20}"
+            f"/{total_bytes >> 20} MB"
+        )
+        with SparkProgress(lakehouse.spark, progress, label):
+            per_file, counts = _ingest_batch(lakehouse, source, batch)
         outcome.per_file.update(per_file)
         outcome.counts.extend(counts)
-        done += len(files)
+        done_bytes += sum(f.size_bytes for f in files)
         records = outcome.total("records")
-        rate = records / max(time.monotonic() - started, 1e-9)
-        say(f"ingested {done}/{len(new)} files, {records:,} records ({rate:,.0f} records/s)")
+        elapsed = max(time.monotonic() - started, 1e-9)
+        eta = elapsed * (total_bytes - done_bytes) / max(done_bytes, 1)
+        say(
+            f"ingested {len(outcome.per_file)}/{len(new)} files, {records:,} records "
+            f"({records / elapsed:,.0f} records/s), ETA {eta:.0f} s"
+        )
     outcome.seconds = round(time.monotonic() - started, 3)
     return outcome
 

@@ -7,6 +7,7 @@ files, finds nothing new, and only reads the small gold tables back.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -17,8 +18,8 @@ from ingest.skeleton import discover
 from ingest.traces import TRACE_SUFFIXES, ingest_traces
 from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
 from pipelines.causes import refresh_causes
-from pipelines.infra_events import refresh_infra_events
-from pipelines.job import run_pipeline
+from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
+from pipelines.job import PIPELINE_VERSION, run_pipeline
 from pipelines.summary import summary_report
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
@@ -27,6 +28,18 @@ from pulsar_audit.errors import InputError
 log = logging.getLogger(__name__)
 
 INGEST_FIELDS = ("files", "records", "accepted", "quarantined")
+# Every table silver and gold are computed from (none of them is written by refresh_gold).
+GOLD_INPUTS = (
+    "producer_events",
+    "consumer_events",
+    "run_events",
+    "check_results",
+    "run_files",
+    "broker_log",
+    "bookie_log",
+    "client_log",
+    "zk_changes",
+)
 LOG_SOURCES = ("broker", "bookie", "client")
 Progress = Callable[[str], None]
 
@@ -90,13 +103,30 @@ def refresh_gold(
     Each of the three is skipped when its inputs did not change.
     """
     say = progress or (lambda _: None)
+    fingerprint = gold_inputs(lakehouse, config)
+    if run_ids is None and lakehouse.stage_is_current("gold", fingerprint):
+        log.info("gold: no input changed since the last analyze, nothing to recompute")
+        return []
     say("pipeline: finding changed runs")
     recomputed = run_pipeline(lakehouse, config, run_ids, progress)
     say("infrastructure timeline")
     refresh_infra_events(lakehouse)
     say("causes")
     refresh_causes(lakehouse, config)
+    lakehouse.record_stage("gold", fingerprint)
     return recomputed
+
+
+def gold_inputs(lakehouse: Lakehouse, config: Config) -> str:
+    """A fingerprint of everything gold is computed from: bronze's versions and the settings.
+
+    Equal to the one recorded by the last complete refresh ⇒ silver and gold are current.
+    """
+    versions = lakehouse.versions(GOLD_INPUTS)
+    code = f"{PIPELINE_VERSION};{patterns_fingerprint()}"
+    return hashlib.sha256(
+        f"{code};{config.pipeline};{sorted(versions.items())}".encode()
+    ).hexdigest()
 
 
 def analyze(
@@ -108,6 +138,7 @@ def analyze(
     "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes.
     """
     check_inputs(path)
+    lakehouse.create_all()
     say = progress or (lambda _: None)
     say("ingest: traces")
     report = ingest_traces(lakehouse, path, progress).as_dict()

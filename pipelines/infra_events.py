@@ -108,14 +108,18 @@ def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = Non
     ).transform(lambda df: conform(df, INFRA_EVENTS))
 
 
+def patterns_fingerprint() -> str:
+    """A short hash of the pattern table: events must be re-matched when it changes."""
+    return hashlib.sha256(repr(PATTERNS).encode()).hexdigest()[:16]
+
+
 def refresh_infra_events(lakehouse: Lakehouse) -> bool:
     """Rebuild silver.infra_events unless its inputs are as they were last time; True if rebuilt.
 
     The inputs are the log tables and zk_changes (their Delta versions) and the pattern table.
     """
     inputs = lakehouse.versions([*LOG_TABLES, "zk_changes"])
-    patterns = hashlib.sha256(repr(PATTERNS).encode()).hexdigest()[:16]
-    fingerprint = f"{patterns};{sorted(inputs.items())}"
+    fingerprint = f"{patterns_fingerprint()};{sorted(inputs.items())}"
     if lakehouse.stage_is_current("infra_events", fingerprint):
         log.info("infra events: logs and ZooKeeper changes unchanged, timeline kept")
         return False

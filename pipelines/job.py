@@ -20,6 +20,7 @@ from pipelines.build import Bronze, Shared, Silver, build_findings, build_summar
 from pipelines.silver import build_delivery, build_message_history
 from pulsar_audit.config import Config, PipelineConfig
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.output import SparkProgress
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,8 @@ def run_pipeline(
     )
     shared = shared_frames(events).persist()
     try:
-        _compute(lakehouse, config, events, shared, runs, say)
+        with SparkProgress(lakehouse.spark, progress, f"pipeline: {len(runs)} run(s)"):
+            _compute(lakehouse, config, events, shared, runs, say)
     finally:
         shared.unpersist()
         events.producer_events.unpersist()

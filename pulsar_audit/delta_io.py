@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
@@ -48,7 +50,7 @@ class Lakehouse:
         if table in self._existing:
             return True
         if self.config.storage == "path":
-            found = DeltaTable.isDeltaTable(self.spark, self.location(table))
+            found = _log_version(Path(self.location(table))) is not None
         else:
             found = self.spark.catalog.tableExists(self.location(table))
         if found:
@@ -109,7 +111,14 @@ class Lakehouse:
         return int(self._delta(table).history(1).select("version").first()[0])
 
     def versions(self, tables: Iterable[str]) -> dict[str, int]:
-        """The current version of each table; -1 for a table never written (not created)."""
+        """The current version of each table; -1 for a table never written (not created).
+
+        Local tables: read from the names in `_delta_log/` (no Spark job), so that a job can
+        tell cheaply whether its inputs changed since it last ran.
+        """
+        if self.config.storage == "path":
+            found = {t: _log_version(Path(self.location(t))) for t in tables}
+            return {t: -1 if v is None else v for t, v in found.items()}
         return {t: self.version(t) if self.exists(t) else -1 for t in tables}
 
     # ------------------------------------------------------------------ stage state
@@ -226,6 +235,16 @@ class Lakehouse:
         rows = int(written.get.get("rows", 0))
         log.info("%s: wrote %d rows (%s)", table, rows, mode)
         return rows
+
+
+def _log_version(table_path: Path) -> int | None:
+    """The newest commit of a local Delta table (its highest `_delta_log/N.json`), or None."""
+    try:
+        names = os.listdir(table_path / "_delta_log")
+    except FileNotFoundError:
+        return None
+    versions = [int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()]
+    return max(versions) if versions else None
 
 
 def _key_match(keys: Iterable[str]) -> Column:
