@@ -46,12 +46,23 @@ class Lines:
 def read_lines(spark: SparkSession, paths: list[str]) -> Lines:
     """Every line of `paths` (source_file, line_number from 1, value), and lines per file.
 
-    Spark reads files in parallel, split into blocks; a line's number is the count of lines in
-    the earlier blocks of its file plus its position in its own block. Only one row per block
-    is aggregated (and kept), so this stays distributed for files of any size (gzip files are
-    one block); the parse that follows reads the text a second time, fused with the numbering.
+    The text is read twice: once to count each block's lines (a tiny aggregate), then again
+    by whatever consumes `lines`. Sources that stage the raw lines first (traces) number them
+    after staging instead, from the staged rows (see `number_lines`), and read the text once.
     """
-    lines = (
+    raw = read_raw_lines(spark, paths)
+    offsets = block_offsets(raw)
+    numbered = number_lines(raw, offsets).select("source_file", "line_number", "value")
+    return Lines(numbered, lines_per_file(offsets, paths))
+
+
+def read_raw_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Every line of `paths` with its position: _file_uri, _block_start, _row_id, value.
+
+    Spark reads files in parallel, split into blocks; `_row_id` grows with the line within a
+    partition, so (_block_start, _row_id) orders a file's lines.
+    """
+    return (
         spark.read.format("text")
         .load(paths)
         .select(
@@ -61,37 +72,55 @@ def read_lines(spark: SparkSession, paths: list[str]) -> Lines:
             F.col("value"),
         )
     )
-    blocks = lines.groupBy("_file_uri", "_block_start").agg(
+
+
+def block_offsets(raw: DataFrame) -> DataFrame:
+    """One row per file block: its lines, first row id and lines in the file's earlier blocks.
+
+    `raw` must hold every line of its files (read_raw_lines, or a persisted frame staged from
+    it that kept every line). The result is small and checkpointed.
+    """
+    blocks = raw.groupBy("_file_uri", "_block_start").agg(
         F.count(F.lit(1)).alias("_block_lines"), F.min("_row_id").alias("_block_first_row")
     )
     earlier_blocks = (
         W.partitionBy("_file_uri").orderBy("_block_start").rowsBetween(W.unboundedPreceding, -1)
     )
     earlier = F.sum("_block_lines").over(earlier_blocks)
-    offsets = blocks.select(
+    return blocks.select(
         "_file_uri",
         "_block_start",
         "_block_first_row",
         "_block_lines",
         F.coalesce(earlier, F.lit(0)).alias("_lines_before"),
-        _local_path(F.col("_file_uri")).alias("source_file"),
+        local_path(F.col("_file_uri")).alias("source_file"),
     ).localCheckpoint()
-    per_file: dict[str, int] = {path: 0 for path in paths}
+
+
+def number_lines(raw: DataFrame, offsets: DataFrame) -> DataFrame:
+    """Add source_file and line_number (1-based) to rows positioned by read_raw_lines."""
+    line_number = F.col("_lines_before") + F.col("_row_id") - F.col("_block_first_row") + 1
+    drop = ["_block_lines", *(["source_file"] if "source_file" in raw.columns else [])]
+    return (
+        raw.join(
+            F.broadcast(offsets.drop(*drop)),
+            on=["_file_uri", "_block_start"],
+            how="inner",
+        )
+        .withColumn("line_number", line_number)
+        .drop("_lines_before", "_block_first_row")
+    )
+
+
+def lines_per_file(offsets: DataFrame, paths: list[str]) -> dict[str, int]:
+    """Lines read from each of `paths` (0 for an empty file), from the small offsets frame."""
+    per_file: dict[str, int] = dict.fromkeys(paths, 0)
     for row in offsets.groupBy("source_file").agg(F.sum("_block_lines").alias("n")).collect():
         per_file[row["source_file"]] = int(row["n"])
-    numbered = lines.join(
-        F.broadcast(offsets.drop("_block_lines")), on=["_file_uri", "_block_start"], how="inner"
-    ).select(
-        "source_file",
-        (F.col("_lines_before") + F.col("_row_id") - F.col("_block_first_row") + 1).alias(
-            "line_number"
-        ),
-        F.col("value"),
-    )
-    return Lines(numbered, per_file)
+    return per_file
 
 
-def _local_path(uri: Column) -> Column:
+def local_path(uri: Column) -> Column:
     """file:///a%20b → /a b. A literal '+' in a URI is a '+' (spaces are %20), so keep it."""
     path = F.regexp_replace(uri, r"^file:(//)?", "")
     return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))

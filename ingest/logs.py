@@ -67,6 +67,7 @@ class LogSource:
     row of its own with `parse_error`; a file's lines read = lines its rows hold.
     """
 
+    stages_raw_lines = False
     group_keys: tuple[str, ...] = ()
 
     def __init__(self, sources: dict[str, str], hosts: dict[str, str], zone: str):

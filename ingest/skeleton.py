@@ -27,7 +27,17 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from ingest.files import InputFile, batches, fingerprint, read_lines
+from ingest.files import (
+    InputFile,
+    batches,
+    block_offsets,
+    fingerprint,
+    lines_per_file,
+    local_path,
+    number_lines,
+    read_lines,
+    read_raw_lines,
+)
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.output import SparkProgress
@@ -58,6 +68,11 @@ class Source(Protocol):
 
     tables: tuple[str, ...]  # every table the source writes, replaced per source file
     group_keys: tuple[str, ...]  # extra keys of the count rows (e.g. run_id)
+    # True: `stage` gets raw positioned lines (no line_number yet) and must keep every line
+    # and the position columns; lines are numbered from the persisted staged rows, so the
+    # text is read once. False: `stage` gets numbered lines (read twice; for small inputs
+    # whose parser needs line order, like multi-line log entries).
+    stages_raw_lines: bool
 
     def kind_of(self, path: str) -> str:
         """The manifest kind of a file (e.g. 'trace', 'log:broker')."""
@@ -181,8 +196,17 @@ def ingest_files(
 def _ingest_batch(
     lakehouse: Lakehouse, source: Source, batch: Batch
 ) -> tuple[dict[str, FileCounts], list[Row]]:
-    read = read_lines(lakehouse.spark, batch.paths)
-    staged = source.stage(read.lines, batch).persist(StorageLevel.MEMORY_AND_DISK)
+    spark, paths = lakehouse.spark, batch.paths
+    if source.stages_raw_lines:
+        raw = read_raw_lines(spark, paths).withColumn("source_file", local_path("_file_uri"))
+        staged = source.stage(raw, batch).persist(StorageLevel.MEMORY_AND_DISK)
+        offsets = block_offsets(staged)
+        lines_read = lines_per_file(offsets, paths)
+        numbered = number_lines(staged, offsets)
+    else:
+        read = read_lines(spark, paths)
+        staged = numbered = source.stage(read.lines, batch).persist(StorageLevel.MEMORY_AND_DISK)
+        lines_read = read.per_file
     try:
         keys = ["source_file", "_table", *source.group_keys]
         counts = (
@@ -197,13 +221,13 @@ def _ingest_batch(
         )
         written = {
             table: lakehouse.replace_where(
-                table, source.output(staged, table, batch), {"source_file": batch.paths}
+                table, source.output(numbered, table, batch), {"source_file": paths}
             )
             for table in source.tables
         }
     finally:
         staged.unpersist()
-    per_file = reconcile(read.per_file, counts, written)
+    per_file = reconcile(lines_read, counts, written)
     source.after_batch(lakehouse, counts, batch)
     _record_files(lakehouse, source, batch, per_file)
     return per_file, counts

@@ -158,13 +158,17 @@ def _reasons() -> Column:
     return F.nullif(F.concat_ws("; ", F.array_compact(F.array(*checks))), F.lit(""))
 
 
-def parse_records(lines: DataFrame) -> DataFrame:
-    """Lines (source_file, line_number, value) → one row per line with typed fields, `reason`
-    (null when accepted) and `_blank` (a blank line is not a record: no fields, no reason)."""
+def parse_records(
+    lines: DataFrame, position: tuple[str, ...] = ("source_file", "line_number")
+) -> DataFrame:
+    """Lines (`position` columns, value) → one row per line with typed fields, `reason`
+    (null when accepted) and `_blank` (a blank line is not a record: no fields, no reason).
+
+    position: the columns that say where the line is, carried through unchanged.
+    """
     blank = F.trim(F.col("value")) == ""
     parsed = lines.select(
-        "source_file",
-        "line_number",
+        *position,
         F.col("value").alias("raw"),
         blank.alias("_blank"),
         F.when(~blank, F.from_json("value", T.MapType(T.StringType(), T.StringType()))).alias(
@@ -173,8 +177,7 @@ def parse_records(lines: DataFrame) -> DataFrame:
     )
     return (
         parsed.select(
-            "source_file",
-            "line_number",
+            *position,
             "raw",
             "_blank",
             "_fields",

@@ -56,25 +56,35 @@ class TraceSource:
     """Trace format v1 lines → the three event tables and quarantine."""
 
     tables = (*ROLE_TABLE.values(), "quarantine")
+    stages_raw_lines = True
     group_keys = ("run_id", "role")
 
     def kind_of(self, path: str) -> str:
         return KIND
 
     def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
-        records = parse_records(lines).transform(with_defaults)
+        position = ("source_file", "_file_uri", "_block_start", "_row_id")
+        records = parse_records(lines, position).transform(with_defaults)
         table = target_table(F.col("role"))
         format_ok = F.col("reason").isNull() & ~F.col("_blank")
         violated = F.when(format_ok, violated_rules(table)).otherwise(F.array())
-        return records.withColumn("_violated", violated).select(
-            "*",
-            F.when(F.col("_blank"), None)
-            .when(F.col("reason").isNotNull() | (F.size("_violated") > 0), "quarantine")
-            .otherwise(table)
-            .alias("_table"),
-            F.lit(1).alias("_units"),
-            (F.col("reason").isNotNull() | (F.size("_violated") > 0)).alias("_bad"),
-            format_ok.alias("_gated"),
+        bad = F.col("reason").isNotNull() | (F.size("_violated") > 0)
+        return (
+            records.withColumn("_violated", violated)
+            .withColumn("_bad", bad)
+            .select(
+                *[c for c in records.columns if c != "raw"],
+                "_violated",
+                "_bad",
+                # the line's text is kept only where it goes to quarantine
+                F.when(F.col("_bad"), F.col("raw")).alias("raw"),
+                F.when(F.col("_blank"), None)
+                .when(F.col("_bad"), "quarantine")
+                .otherwise(table)
+                .alias("_table"),
+                F.lit(1).alias("_units"),
+                format_ok.alias("_gated"),
+            )
         )
 
     def measures(self) -> list[Column]:

@@ -82,6 +82,7 @@ class ZkSource:
     """Capture and dump lines → bronze.zk_changes; refused lines → quarantine."""
 
     tables = ("zk_changes", "quarantine")
+    stages_raw_lines = False
     group_keys: tuple[str, ...] = ()
 
     def kind_of(self, path: str) -> str:
