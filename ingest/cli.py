@@ -11,7 +11,8 @@ from pulsar_audit.output import format_table
 def cmd_ingest_traces(ctx: Context) -> int:
     from ingest.traces import ingest_traces
 
-    report = ingest_traces(ctx.lakehouse, ctx.args.path, ctx.progress())
+    path = ctx.input_path()
+    report = ingest_traces(ctx.lakehouse, path, ctx.progress())
     result = report.as_dict()
     ctx.emit(result, _ingest_text)
     return EXIT_OK

@@ -12,7 +12,8 @@ def cmd_ingest_logs(ctx: Context) -> int:
     from ingest.logs import ingest_logs
 
     args = ctx.args
-    report = ingest_logs(ctx.lakehouse, args.path, args.source, args.host, ctx.progress(), args.tz)
+    path = ctx.input_path()
+    report = ingest_logs(ctx.lakehouse, path, args.source, args.host, ctx.progress(), args.tz)
     ctx.emit(report.as_dict(), _text)
     return EXIT_OK
 

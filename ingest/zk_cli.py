@@ -39,7 +39,8 @@ def cmd_zk_dump(ctx: Context) -> int:
 def cmd_ingest_zk(ctx: Context) -> int:
     from ingest.zk_ingest import ingest_zk
 
-    report = ingest_zk(ctx.lakehouse, ctx.args.path)
+    path = ctx.input_path()
+    report = ingest_zk(ctx.lakehouse, path, ctx.progress())
     ctx.emit(
         report.as_dict(),
         lambda r: format_table(

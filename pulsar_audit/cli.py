@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from pulsar_audit.config import Config, load_config
-from pulsar_audit.errors import UsageError
+from pulsar_audit.errors import InputError, UsageError
 from pulsar_audit.output import format_table, print_json
 
 EXIT_OK, EXIT_ANOMALIES, EXIT_USAGE = 0, 1, 2
@@ -32,6 +32,15 @@ class Context:
     def __init__(self, args: argparse.Namespace, jobs: dict[str, Job] | None = None):
         self.args = args
         self.jobs = jobs or {}
+
+    def input_path(self) -> str:
+        """The command's PATH argument, checked before anything starts (Spark takes seconds)."""
+        from pathlib import Path
+
+        path = self.args.path
+        if not Path(path).exists():
+            raise InputError(f"{path}: no such file or directory")
+        return path
 
     def job(self, name: str) -> Job:
         if name not in self.jobs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline_events import ack, at, bronze, end, receive, send
+from pyspark.sql import functions as F
 
 from pipelines.job import run_pipeline
 from pipelines.summary import anomaly_rows, summary_report
@@ -19,9 +20,25 @@ def _events(run_id: str) -> list[dict]:
 
 
 def _ingest(spark, lakehouse: Lakehouse, events: list[dict], ingest_id: str) -> None:
+    """Write events to bronze as the ingest does: the events, and which runs each file holds."""
     data = bronze(spark, events, ingest_id=ingest_id)
-    lakehouse.append("producer_events", data.producer_events)
-    lakehouse.append("consumer_events", data.consumer_events)
+    for table, df in (
+        ("producer_events", data.producer_events),
+        ("consumer_events", data.consumer_events),
+    ):
+        lakehouse.append(table, df)
+        held = df.groupBy("run_id").agg(F.count(F.lit(1)).alias("rows"))
+        lakehouse.append(
+            "run_files",
+            held.select(
+                "run_id",
+                F.lit(table).alias("table"),
+                F.lit(f"{ingest_id}.jsonl").alias("source_file"),
+                "rows",
+                F.lit(ingest_id).alias("ingest_id"),
+                F.current_timestamp().alias("ingested_at"),
+            ),
+        )
 
 
 def _snapshot(lakehouse: Lakehouse) -> dict[str, list]:
