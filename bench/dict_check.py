@@ -33,11 +33,13 @@ NULL_INDEX = -(2**64)
 
 def _int(value: Any) -> int | None:
     """An integer field (the format allows strings of digits)."""
-    return None if value is None else int(value)
+    return value if value is None or type(value) is int else int(value)
 
 
 def _micros(ts: Any) -> int:
     """Epoch microseconds of `ts`: epoch milliseconds (fraction allowed) or RFC 3339."""
+    if type(ts) is int:
+        return ts * 1000
     if isinstance(ts, str):
         try:
             return int((Decimal(ts) * 1000).to_integral_value())
@@ -49,13 +51,14 @@ def _micros(ts: Any) -> int:
 
 def _records(files: list[Path]) -> Iterator[tuple[dict[str, Any], str, int]]:
     """Every non-blank line as (record, file, line number)."""
+    decode = json.JSONDecoder(parse_float=Decimal).decode  # exact fractions of ms
     for path in files:
         opener = gzip.open if path.name.endswith(".gz") else open
         name = str(path)
         with opener(path, "rt", encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
-                    yield json.loads(line, parse_float=Decimal), name, number
+                    yield decode(line), name, number
 
 
 class Trace:
@@ -73,8 +76,13 @@ class Trace:
 
     def add(self, rec: dict[str, Any], file: str, line: int) -> None:
         self.records += 1
+        get = rec.get
         run, topic, role, client, event = (
-            rec.get(k) for k in ("run_id", "topic", "role", "client", "event")
+            get("run_id"),
+            get("topic"),
+            get("role"),
+            get("client"),
+            get("event"),
         )
         index = _int(rec.get("event_index"))
         order = (_micros(rec["ts"]), NULL_INDEX if index is None else index, file, line)

@@ -25,6 +25,7 @@ class Measured:
     wall_s: float
     peak_rss_gb: float
     peak_pss_gb: float  # shared pages (forked Python workers) counted once
+    cpu_s: float  # user + system CPU seconds of the tree (sampled; a busy machine inflates wall)
     exit_code: int | None
     status: str  # ok | failed | killed (over the memory cap) | skipped
     stdout: str
@@ -35,12 +36,15 @@ class Measured:
 
 
 def skipped(name: str, command: list[str], why: str) -> Measured:
-    return Measured(name, command, 0.0, 0.0, 0.0, None, f"skipped: {why}", "", "")
+    return Measured(name, command, 0.0, 0.0, 0.0, 0.0, None, f"skipped: {why}", "", "")
 
 
-def _tree_memory(root: psutil.Process) -> tuple[int, int, list[psutil.Process]]:
+def _tree_memory(
+    root: psutil.Process, cpu: dict[int, float]
+) -> tuple[int, int, list[psutil.Process]]:
     """RSS and PSS in bytes of `root` and all its descendants (the JVM under a Python CLI
-    included). RSS counts a page shared by forked processes once per process, PSS shares it."""
+    included). RSS counts a page shared by forked processes once per process, PSS shares it.
+    Records each member's CPU seconds so far in `cpu` (by pid)."""
     try:
         members = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
@@ -51,6 +55,8 @@ def _tree_memory(root: psutil.Process) -> tuple[int, int, list[psutil.Process]]:
             info = proc.memory_full_info()
             rss += info.rss
             pss += getattr(info, "pss", info.rss)
+            times = proc.cpu_times()
+            cpu[proc.pid] = max(cpu.get(proc.pid, 0.0), times.user + times.system)
     return rss, pss, members
 
 
@@ -76,6 +82,7 @@ def run_measured(
     logs.mkdir(parents=True, exist_ok=True)
     out_path, err_path = logs / f"{name}.out", logs / f"{name}.err"
     peak = peak_pss = 0
+    cpu: dict[int, float] = {}
     status = "ok"
     started = time.monotonic()
     with out_path.open("w") as out, err_path.open("w") as err:
@@ -86,7 +93,7 @@ def run_measured(
         def sample() -> None:
             nonlocal peak, peak_pss, status
             while not stop.is_set():
-                rss, pss, members = _tree_memory(root)
+                rss, pss, members = _tree_memory(root, cpu)
                 peak, peak_pss = max(peak, rss), max(peak_pss, pss)
                 over_cap = rss_cap_gb is not None and rss > rss_cap_gb * 1e9
                 over_time = timeout_s is not None and time.monotonic() - started > timeout_s
@@ -114,6 +121,7 @@ def run_measured(
         round(wall, 2),
         round(peak / 1e9, 2),
         round(peak_pss / 1e9, 2),
+        round(sum(cpu.values()), 1),
         exit_code,
         status,
         out_path.read_text(),

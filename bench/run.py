@@ -75,7 +75,8 @@ class Bench:
         print(f"  {name}: {' '.join(command)}", flush=True)
         result = run_measured(name, command, self.work / "logs", REPO, **limits)
         print(
-            f"    {result.status}, {result.wall_s:.1f} s, {result.peak_rss_gb:.2f} GB RSS, "
+            f"    {result.status}, {result.wall_s:.1f} s ({result.cpu_s:.1f} CPU s), "
+            f"{result.peak_rss_gb:.2f} GB RSS, "
             f"{result.peak_pss_gb:.2f} GB PSS",
             flush=True,
         )
@@ -263,15 +264,17 @@ def render(results: dict[str, Any]) -> str:
         f"commit {results['commit'][:12]}"
         + (" (product code modified in the work tree)" if results["product_code_modified"] else ""),
         "",
-        "| size | records | checker | wall s | peak RSS GB | peak PSS GB | messages/s | status |",
-        "|---|---:|---|---:|---:|---:|---:|---|",
+        "| size | records | checker | wall s | CPU s | peak RSS GB | peak PSS GB | messages/s "
+        "| status |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for entry in results["sizes"]:
         for name, m in entry["checkers"].items():
             rate = f"{entry['messages'] / m['wall_s']:,.0f}" if m["wall_s"] else ""
             lines.append(
                 f"| {entry['size']} | {entry['records']:,} | {name} | {m['wall_s']:.1f} "
-                f"| {m['peak_rss_gb']:.2f} | {m['peak_pss_gb']:.2f} | {rate} | {m['status']} |"
+                f"| {m.get('cpu_s', 0):.1f} | {m['peak_rss_gb']:.2f} | {m['peak_pss_gb']:.2f} "
+                f"| {rate} | {m['status']} |"
             )
     lines += ["", "| size | analyze/duckdb | dict/analyze | all agree |", "|---|---:|---:|---|"]
     for entry in results["sizes"]:
