@@ -255,7 +255,7 @@ class Bench:
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
-    return round(a / b, 2) if a and b else None
+    return round(a / b, 4) if a and b else None
 
 
 def render(results: dict[str, Any]) -> str:
@@ -309,7 +309,7 @@ def render(results: dict[str, Any]) -> str:
 
 
 def _fmt(x: float | None) -> str:
-    return "" if x is None else f"{x:.2f}"
+    return "" if x is None else f"{x:.3g}"
 
 
 def main(argv: list[str] | None = None) -> int:
