@@ -126,7 +126,7 @@ class Bench:
         self.results["fixed"] = {
             name: {
                 **{k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")},
-                "vs_bare": round(m.wall_s / bare.wall_s, 2) if bare.wall_s else None,
+                "vs_bare": _ratio(m.wall_s, bare.wall_s),
             }
             for name, m in fixed.items()
         }
@@ -273,8 +273,8 @@ def render(results: dict[str, Any]) -> str:
             rate = f"{entry['messages'] / m['wall_s']:,.0f}" if m["wall_s"] else ""
             lines.append(
                 f"| {entry['size']} | {entry['records']:,} | {name} | {m['wall_s']:.1f} "
-                f"| {m.get('cpu_s', 0):.1f} | {m['peak_rss_gb']:.2f} | {m['peak_pss_gb']:.2f} "
-                f"| {rate} | {m['status']} |"
+                f"| {m.get('cpu_s', 0):.1f} | {m['peak_rss_gb']:.2f} "
+                f"| {m.get('peak_pss_gb', 0):.2f} | {rate} | {m['status']} |"
             )
     lines += ["", "| size | analyze/duckdb | dict/analyze | all agree |", "|---|---:|---:|---|"]
     for entry in results["sizes"]:
@@ -286,12 +286,13 @@ def render(results: dict[str, Any]) -> str:
     if results.get("fixed"):
         lines += [
             "",
-            "| fixed cost | wall s | peak RSS GB | × bare Spark |",
-            "|---|---:|---:|---:|",
+            "| fixed cost | wall s | CPU s | peak RSS GB | peak PSS GB | × bare Spark |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
         for name, m in results["fixed"].items():
             lines.append(
-                f"| {name} | {m['wall_s']:.1f} | {m['peak_rss_gb']:.2f} | {_fmt(m['vs_bare'])} |"
+                f"| {name} | {m['wall_s']:.1f} | {m.get('cpu_s', 0):.1f} "
+                f"| {m['peak_rss_gb']:.2f} | {m.get('peak_pss_gb', 0):.2f} | {_fmt(m['vs_bare'])} |"
             )
     if results.get("increment"):
         inc = results["increment"]
