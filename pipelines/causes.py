@@ -25,6 +25,9 @@ def refresh_causes(lakehouse: Lakehouse, config: Config) -> bool:
     if lakehouse.stage_is_current("causes", fingerprint()):
         log.info("causes: findings and infrastructure events unchanged, causes kept")
         return False
+    if lakehouse.versions(["infra_events"])["infra_events"] <= 0:  # 0: created, never written
+        log.info("causes: no infrastructure timeline, every finding keeps an empty cause list")
+        return False
     attach_causes(lakehouse, config)
     lakehouse.record_stage("causes", fingerprint())
     return True

@@ -123,6 +123,9 @@ def refresh_infra_events(lakehouse: Lakehouse) -> bool:
     if lakehouse.stage_is_current("infra_events", fingerprint):
         log.info("infra events: logs and ZooKeeper changes unchanged, timeline kept")
         return False
+    if all(version <= 0 for version in inputs.values()):  # 0: created, never written
+        log.info("infra events: no log or ZooKeeper change was ever ingested, no timeline")
+        return False
     build_infra_events(lakehouse)
     lakehouse.record_stage("infra_events", fingerprint)
     return True
