@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,19 +104,28 @@ def refresh_gold(
 
     Each of the three is skipped when its inputs did not change.
     """
-    say = progress or (lambda _: None)
     fingerprint = gold_inputs(lakehouse, config)
     if run_ids is None and lakehouse.stage_is_current("gold", fingerprint):
         log.info("gold: no input changed since the last analyze, nothing to recompute")
         return []
-    say("pipeline: finding changed runs")
-    recomputed = run_pipeline(lakehouse, config, run_ids, progress)
-    say("infrastructure timeline")
-    refresh_infra_events(lakehouse)
-    say("causes")
-    refresh_causes(lakehouse, config)
+    with stage("pipeline", progress):
+        recomputed = run_pipeline(lakehouse, config, run_ids, progress)
+    with stage("infrastructure timeline", progress):
+        refresh_infra_events(lakehouse)
+    with stage("causes", progress):
+        refresh_causes(lakehouse, config)
     lakehouse.record_stage("gold", fingerprint)
     return recomputed
+
+
+@contextmanager
+def stage(name: str, progress: Progress | None) -> Iterator[None]:
+    """Announce a stage on the live line and log how long it took (`-v`: where time goes)."""
+    if progress:
+        progress(name)
+    started = time.monotonic()
+    yield
+    log.info("stage %s: %.1f s", name, time.monotonic() - started)
 
 
 def gold_inputs(lakehouse: Lakehouse, config: Config) -> str:
@@ -138,16 +149,13 @@ def analyze(
     "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes.
     """
     check_inputs(path)
-    lakehouse.create_all()
-    say = progress or (lambda _: None)
-    say("ingest: traces")
-    report = ingest_traces(lakehouse, path, progress).as_dict()
-    say("ingest: logs and ZooKeeper captures")
-    infra = ingest_infrastructure(lakehouse, path, progress)
+    with stage("create tables", progress):
+        lakehouse.create_all()
+    with stage("ingest traces", progress):
+        report = ingest_traces(lakehouse, path, progress).as_dict()
+    with stage("ingest logs and ZooKeeper captures", progress):
+        infra = ingest_infrastructure(lakehouse, path, progress)
     refresh_gold(lakehouse, config, progress=progress)
-    say("summary")
-    return {
-        "ingest": {k: report[k] for k in INGEST_FIELDS},
-        "infra": infra,
-        **summary_report(lakehouse),
-    }
+    with stage("summary", progress):
+        summary = summary_report(lakehouse)
+    return {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
