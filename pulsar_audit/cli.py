@@ -99,8 +99,9 @@ def _stage_commands() -> list[Callable[..., None]]:
     from ingest import cli as ingest_cli
     from ingest.pulsar import cli as pulsar_cli
     from pipelines import cli as pipelines_cli
+    from serve import cli as serve_cli
 
-    return [ingest_cli.register, pipelines_cli.register, pulsar_cli.register]
+    return [ingest_cli.register, pipelines_cli.register, pulsar_cli.register, serve_cli.register]
 
 
 def main(argv: list[str] | None = None) -> int:

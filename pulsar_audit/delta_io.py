@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import datetime
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
@@ -86,6 +87,29 @@ class Lakehouse:
     def version(self, table: str) -> int:
         self.create(table)
         return int(self._delta(table).history(1).select("version").first()[0])
+
+    def commits(self, table: str) -> list[tuple[int, datetime]]:
+        """(version, commit timestamp) of every commit of `table`, oldest first.
+
+        One row per commit, never per data row: small enough to collect.
+        """
+        self.create(table)
+        history = self._delta(table).history().select("version", "timestamp")
+        return sorted((int(r["version"]), r["timestamp"]) for r in history.collect())
+
+    def version_at(self, table: str, at: datetime) -> int | None:
+        """The last version of `table` committed at or before `at` (None: created later)."""
+        versions = [version for version, ts in self.commits(table) if ts <= at]
+        return versions[-1] if versions else None
+
+    def read_as_of(self, table: str, at: datetime | None) -> DataFrame:
+        """The table as it stood at `at` (now when None; empty if it did not exist yet)."""
+        if at is None:
+            return self.read(table)
+        version = self.version_at(table, at)
+        if version is None:
+            return self.spark.createDataFrame([], self.spec(table).schema)
+        return self.read(table, version)
 
     # ------------------------------------------------------------------ write
     def append(self, table: str, df: DataFrame) -> None:

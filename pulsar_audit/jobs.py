@@ -63,7 +63,8 @@ def analyze(
     """Ingest everything under `path`, recompute, and report every run in the lakehouse.
 
     Returns the `analyze --json` object: {"ingest": {...}, "infra": {...}, "runs": [...],
-    "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes.
+    "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes. When
+    alert sinks are configured, new alerts are raised and sent, and "alerts" says how it went.
     """
     from ingest.traces import ingest_traces
     from pipelines.summary import summary_report
@@ -71,11 +72,16 @@ def analyze(
     report = ingest_traces(lakehouse, path, progress).as_dict()
     infra = ingest_infrastructure(lakehouse, path)
     refresh_gold(lakehouse, config)
-    return {
+    result = {
         "ingest": {k: report[k] for k in INGEST_FIELDS},
         "infra": infra,
         **summary_report(lakehouse),
     }
+    if config.alerts.sinks:
+        from serve.alert_job import raise_and_send
+
+        result["alerts"] = raise_and_send(lakehouse, config)
+    return result
 
 
 def analyze_path(ctx: Any, path: str | Path) -> dict[str, Any]:
