@@ -30,7 +30,7 @@ SETTINGS = AlertsConfig(outage_threshold_ms=1000, risk_threshold=0.5)
 
 def _alerts(spark, **inputs) -> list[tuple]:  # noqa: ANN001
     df = candidate_alerts(*frames(spark, **inputs), SETTINGS)
-    assert df.schema == ALERTS
+    assert df.schema.simpleString() == ALERTS.simpleString()
     return sorted((r.kind, r.severity, r.run_id, r.finding_id, r.title) for r in df.collect())
 
 
