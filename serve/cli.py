@@ -51,6 +51,12 @@ def _where(event: dict[str, Any]) -> str:
     return f" at {event['ledger_id']}:{event['entry_id']}:{event.get('batch_index')}"
 
 
+def _times(event: dict[str, Any]) -> str:
+    if event["count"] == 1:
+        return ""
+    return f" x{event['count']} until {event['last_ts'].isoformat(timespec='milliseconds')}"
+
+
 def render_message(result: dict[str, Any]) -> str:
     """The message's life as one time-ordered list, then its findings."""
     key, history = result["message"], result["history"]
@@ -79,7 +85,7 @@ def render_message(result: dict[str, Any]) -> str:
             {
                 "ts": i["corrected_ts"],
                 "who": f"{i['source']} {i['host']} ({i['clock']})",
-                "what": f"{i['event_type']} {i['detail'] or ''}"[:140],
+                "what": f"{i['event_type']}{_times(i)} {i['detail'] or ''}"[:140],
             }
         )
     lines.sort(key=lambda line: line["ts"])

@@ -205,25 +205,26 @@ def findings(snapshot: Snapshot, message: dict[str, Any], until: datetime | None
 def infra_around(
     snapshot: Snapshot, topic: str, start: datetime, end: datetime
 ) -> list[dict[str, Any]]:
-    """Infrastructure events of the topic (or of no one topic) on the corrected clock."""
+    """Infrastructure events of the topic (or of no one topic) on the corrected clock.
+
+    Repeats of one kind on one host (a thousand failed writes of a closing ledger) are one
+    row with their count, first and last time, and the first one's detail.
+    """
     lo, hi = start - INFRA_BEFORE, end + INFRA_AFTER
     near = F.col("corrected_ts").between(lo, hi)
     concerns = F.col("topic").isNull() | (F.col("topic") == topic)
     events = snapshot.read("infra_events").filter(near & concerns)
-    chosen = events.orderBy("corrected_ts", "host", "event_id").limit(MAX_INFRA)
-    return [
-        r.asDict()
-        for r in chosen.select(
-            "corrected_ts",
-            "clock",
-            "host",
-            "source",
-            "event_type",
-            "ledger_id",
-            "bookie",
-            F.coalesce("detail", F.substring("raw", 1, 200)).alias("detail"),
-        ).collect()
-    ]
+    first = F.struct("corrected_ts", "event_id")
+    grouped = events.groupBy("source", "host", "clock", "event_type").agg(
+        F.min("corrected_ts").alias("corrected_ts"),
+        F.max("corrected_ts").alias("last_ts"),
+        F.count("*").alias("count"),
+        F.min_by(F.coalesce("detail", F.substring("raw", 1, 200)), first).alias("detail"),
+        F.min_by("ledger_id", first).alias("ledger_id"),
+        F.min_by("bookie", first).alias("bookie"),
+    )
+    chosen = grouped.orderBy("corrected_ts", "host", "event_type").limit(MAX_INFRA)
+    return [r.asDict() for r in chosen.collect()]
 
 
 def message_life(

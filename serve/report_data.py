@@ -108,19 +108,24 @@ def time_series(
         .orderBy("b")
     )
     width_us = max(1, -(-window.width_us // buckets))
+    found = {r["b"]: r for r in per_bucket.collect()}
+    last = max(found, default=-1)
     rows = []
-    for r in per_bucket.collect():
-        pct = r["pct"] or [None, None]
+    # Slices with no send and no ack are rates of zero, not gaps to draw a line across.
+    for b in range(last + 1):
+        r = found.get(b)
+        sends, acks = (r["sends"], r["acks"]) if r else (0, 0)
+        pct = (r["pct"] if r else None) or [None, None]
         rows.append(
             {
-                "t": window.start + timedelta(microseconds=r["b"] * width_us + width_us / 2),
-                "sends": r["sends"],
-                "acks": r["acks"],
-                "send_rate": r["sends"] / (width_us / 1e6),
-                "ack_rate": r["acks"] / (width_us / 1e6),
+                "t": window.start + timedelta(microseconds=b * width_us + width_us / 2),
+                "sends": sends,
+                "acks": acks,
+                "send_rate": sends / (width_us / 1e6),
+                "ack_rate": acks / (width_us / 1e6),
                 "p50_ms": pct[0],
                 "p99_ms": pct[1],
-                "max_ms": r["max_ms"],
+                "max_ms": r["max_ms"] if r else None,
             }
         )
     return rows

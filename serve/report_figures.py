@@ -70,6 +70,7 @@ def _event_lines(fig: go.Figure, markers: list[dict[str, Any]]) -> None:
             yanchor="bottom",
             text=label,
             showarrow=False,
+            yshift=14,
             font={"color": color, "size": 12},
             textangle=-30,
         )
@@ -136,7 +137,7 @@ def timeline_figure(data: dict[str, Any]) -> go.Figure:
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_layout(
         height=820,
-        margin={"t": 90, "l": 200, "r": 30, "b": 40},
+        margin={"t": 110, "l": 200, "r": 30, "b": 40},
         legend={"orientation": "h", "y": -0.06},
         plot_bgcolor="white",
     )
@@ -176,6 +177,8 @@ def ledger_map_figure(cells: list[dict[str, Any]]) -> go.Figure:
             text="no lost, duplicated, reordered or redelivered message in this run",
             xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False, font={"size": 14},
         )  # fmt: skip
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
     fig.update_layout(
         height=360,
         margin={"t": 30, "l": 200, "r": 30, "b": 50},

@@ -1,7 +1,8 @@
-"""Headless Chromium (Debian's package) behind a proxy that refuses and counts every connection.
+"""Headless Chromium (Debian's package) behind a proxy that records and refuses every request.
 
-Every request the page makes, to anywhere (loopback included), has to go through the proxy;
-the proxy accepts nothing, so a page that loads only from itself shows no connection at all.
+Every request, to anywhere (loopback included), has to go through the proxy, which answers
+none. The browser itself still calls its vendor's services (component updates, accounts)
+whatever the flags, so a page is judged by the hosts it adds to those of a blank page.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 CHROMIUM = shutil.which("chromium")
 FLAGS = [
@@ -23,14 +25,21 @@ FLAGS = [
     "--no-first-run",
     "--hide-scrollbars",
     "--force-device-scale-factor=1",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--no-pings",
+    "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,Translate,"
+    "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
 ]
 
 
 class RefusingProxy:
-    """A loopback listener that records and closes every connection made to it."""
+    """A loopback listener that records each request line made to it, then closes."""
 
     def __init__(self) -> None:
-        self.connections = 0
+        self.requests: list[str] = []
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(16)
@@ -44,8 +53,26 @@ class RefusingProxy:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
-            self.connections += 1
+            conn.settimeout(2)
+            try:
+                first = conn.recv(4096).split(b"\r\n", 1)[0].decode(errors="replace")
+            except OSError:
+                first = "(connection without a request)"
+            self.requests.append(first)
             conn.close()
+
+    def hosts(self) -> set[str]:
+        """The hosts asked for so far ('CONNECT h:443' or 'GET http://h/...')."""
+        found = set()
+        for line in self.requests:
+            parts = line.split()
+            if len(parts) < 2:
+                found.add(line)
+            elif parts[0] == "CONNECT":
+                found.add(parts[1].rsplit(":", 1)[0])
+            else:
+                found.add(urlsplit(parts[1]).hostname or parts[1])
+        return found
 
     def close(self) -> None:
         self._sock.close()
