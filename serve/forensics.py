@@ -23,6 +23,8 @@ MAX_INFRA = 50
 MAX_CANDIDATES = 10
 # The version a VERSION --as-of counts in: the table that holds the findings.
 AS_OF_TABLE = "anomalies"
+# A recomputation writes these before the findings: the end of a VERSION's snapshot.
+RECOMPUTED_WITH = ("message_history", "delivery", AS_OF_TABLE)
 MESSAGE_TABLES = (
     "message_history",
     "producer_events",
@@ -53,24 +55,13 @@ def parse_as_of(lakehouse: Lakehouse, text: str | None) -> datetime | None:
     """--as-of VERSION (of gold.anomalies) or TIMESTAMP (ISO 8601) → a UTC moment.
 
     VERSION N is the lakehouse while gold.anomalies was at version N: every table as of just
-    before gold.anomalies's version N+1 was committed (or now, when N is the latest).
+    before the next write to gold.anomalies or to the silver tables it is built from (a
+    recomputation begins with those), or now when there was none.
     """
     if text is None:
         return None
     if text.isdigit():
-        commits = dict(lakehouse.commits(AS_OF_TABLE))
-        version = int(text)
-        if version not in commits:
-            raise InputError(
-                f"--as-of {text}: gold.{AS_OF_TABLE} has no version {version} "
-                f"(versions {min(commits)}..{max(commits)})"
-            )
-        following = commits.get(version + 1)
-        return (
-            following - timedelta(milliseconds=1)
-            if following
-            else datetime.now(UTC).replace(tzinfo=None)
-        )
+        return _while_at_version(lakehouse, int(text))
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -81,6 +72,20 @@ def parse_as_of(lakehouse: Lakehouse, text: str | None) -> datetime | None:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment
+
+
+def _while_at_version(lakehouse: Lakehouse, version: int) -> datetime:
+    commits = dict(lakehouse.commits(AS_OF_TABLE))
+    if version not in commits:
+        raise InputError(
+            f"--as-of {version}: gold.{AS_OF_TABLE} has no version {version} "
+            f"(versions {min(commits)}..{max(commits)})"
+        )
+    written = commits[version]
+    later = [ts for table in RECOMPUTED_WITH for _, ts in lakehouse.commits(table) if ts > written]
+    if not later:
+        return datetime.now(UTC).replace(tzinfo=None)
+    return min(later) - timedelta(milliseconds=1)
 
 
 def _key_filter(run_id: str, seq: int, producer: str | None, topic: str | None):  # noqa: ANN202
