@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from serve_examples import SYNTHETIC_RUN
 
-from pulsar_audit.config import load_config
+from pulsar_audit.config import AlertsConfig, FileSinkConfig, SinkConfig, load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from serve.forensics import Snapshot, message_life, parse_as_of
@@ -89,7 +90,13 @@ def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_
     before = _life(lakehouse, 51)
 
     _late_receive(tmp_path / "late")
-    analyze(lakehouse, config, tmp_path / "late")
+    # With a sink configured, analyze also raises and sends the alerts.
+    sink = SinkConfig(name="file", file=FileSinkConfig(path=str(tmp_path / "alerts.jsonl")))
+    with_sink = dataclasses.replace(config, alerts=AlertsConfig(sinks=[sink]))
+    result = analyze(lakehouse, with_sink, tmp_path / "late")
+    sent = [json.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert result["alerts"]["sinks"]["file"]["sent"] == result["alerts"]["raised"] == len(sent)
+    assert {"run_not_valid", "lost"} <= {a["kind"] for a in sent}
     assert lakehouse.version("anomalies") > before_version
     now = _life(lakehouse, 51)
     assert [(d["subscription"], d["consumer"]) for d in now["deliveries"]] == [("late", "late-1")]
