@@ -43,9 +43,9 @@ class _Links(HTMLParser):
 
 
 def _pixels_near(image: Image.Image, rgb: tuple[int, ...], tolerance: int = 8) -> int:
-    pixels = image.convert("RGB").getdata()
+    colors = image.convert("RGB").getcolors(maxcolors=1 << 24) or []
     return sum(
-        1 for p in pixels if all(abs(a - b) <= tolerance for a, b in zip(p, rgb, strict=True))
+        n for n, c in colors if all(abs(a - b) <= tolerance for a, b in zip(c, rgb, strict=True))
     )
 
 
