@@ -26,6 +26,7 @@ from pipelines.summary import summary_report
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from serve.alert_job import raise_and_send
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,8 @@ def analyze(
     """Ingest everything under `path`, recompute, and report every run in the lakehouse.
 
     Returns the `analyze --json` object: {"ingest": {...}, "infra": {...}, "runs": [...],
-    "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes.
+    "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes. When
+    alert sinks are configured, new alerts are raised and sent, and "alerts" says how it went.
     """
     check_inputs(path)
     with stage("create tables", progress):
@@ -158,4 +160,8 @@ def analyze(
     refresh_gold(lakehouse, config, progress=progress)
     with stage("summary", progress):
         summary = summary_report(lakehouse)
-    return {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
+    result = {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
+    if config.alerts.sinks:
+        with stage("alerts", progress):
+            result["alerts"] = raise_and_send(lakehouse, config)
+    return result

@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ingest import zk_cli
     from ingest.pulsar import cli as pulsar_cli
     from pipelines import cli as pipelines_cli
+    from serve import cli as serve_cli
 
     parser = argparse.ArgumentParser(
         prog="pulsar-audit",
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         zk_cli.register,
         pipelines_cli.register,
         pulsar_cli.register,
+        serve_cli.register,
     ):
         register(sub, common)
     return parser

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from types import UnionType
+from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -43,6 +44,60 @@ class PipelineConfig:
 
 
 @dataclass(frozen=True)
+class PulsarSinkConfig:
+    """Alerts as JSON messages on a Pulsar topic, keyed by the alert's dedup key."""
+
+    service_url: str
+    topic: str
+    send_timeout_ms: int = 5000
+
+
+@dataclass(frozen=True)
+class WebhookSinkConfig:
+    """Alerts as JSON POSTs; `hmac_secret_env` names the env var holding the signing secret."""
+
+    url: str
+    max_attempts: int = 5
+    backoff_initial_ms: int = 200
+    backoff_max_ms: int = 5000
+    timeout_ms: int = 5000
+    hmac_secret_env: str | None = None
+
+
+@dataclass(frozen=True)
+class FileSinkConfig:
+    """Alerts appended as JSON lines to `path` ("{lakehouse}" is replaced by its root)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    """One named alert sink: exactly one of pulsar, webhook or file."""
+
+    name: str
+    pulsar: PulsarSinkConfig | None = None
+    webhook: WebhookSinkConfig | None = None
+    file: FileSinkConfig | None = None
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in SINK_KINDS if getattr(self, k) is not None)
+
+
+SINK_KINDS = ("pulsar", "webhook", "file")
+
+
+@dataclass(frozen=True)
+class AlertsConfig:
+    """Which findings become alerts, and where they are sent (no sinks: nothing is sent)."""
+
+    outage_threshold_ms: int = 1000
+    risk_threshold: float = 0.5
+    sinks: list[SinkConfig] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Config:
     """Where tables live and how Spark, MLflow and the detectors are set up.
 
@@ -58,6 +113,7 @@ class Config:
     lakehouse: str | None = None
     catalog: str | None = None
     schemas: dict[str, str] = field(default_factory=dict)
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
 
     @property
     def lakehouse_path(self) -> Path:
@@ -119,11 +175,27 @@ def _validate(config: Config, path: Path) -> None:
             )
     else:
         raise ConfigError(f"{path}: storage must be 'path' or 'catalog', got {config.storage!r}")
+    _validate_alerts(config.alerts, path)
     if config.pipeline.outage_threshold_ms <= 0:
         raise ConfigError(f"{path}: pipeline.outage_threshold_ms must be > 0")
     ladder = config.pipeline.backoff_ladder_ms
     if not ladder or any(b <= a for a, b in zip(ladder, ladder[1:], strict=False)):
         raise ConfigError(f"{path}: pipeline.backoff_ladder_ms must be a non-empty rising list")
+
+
+def _validate_alerts(alerts: AlertsConfig, path: Path) -> None:
+    names = [sink.name for sink in alerts.sinks]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{path}: alerts.sinks: names must be unique, got {names}")
+    for sink in alerts.sinks:
+        kinds = [k for k in SINK_KINDS if getattr(sink, k) is not None]
+        if len(kinds) != 1:
+            raise ConfigError(
+                f"{path}: alerts.sinks {sink.name!r}: expected exactly one of "
+                f"{list(SINK_KINDS)}, got {kinds}"
+            )
+        if sink.webhook is not None and sink.webhook.max_attempts < 1:
+            raise ConfigError(f"{path}: alerts.sinks {sink.name!r}: max_attempts must be >= 1")
 
 
 def _build(cls: type, raw: Any, where: str) -> Any:
@@ -141,11 +213,27 @@ def _build(cls: type, raw: Any, where: str) -> Any:
     values = {}
     for name, value in raw.items():
         hint = hints[name]
-        if is_dataclass(hint):
-            values[name] = _build(hint, value, f"{where}: {name}")
+        inner = _optional_dataclass(hint)
+        if inner is not None:
+            values[name] = None if value is None else _build(inner, value, f"{where}: {name}")
+        elif get_origin(hint) is list and is_dataclass(get_args(hint)[0]):
+            if not isinstance(value, list):
+                raise ConfigError(f"{where}: {name}: expected a list, got {value!r}")
+            item = get_args(hint)[0]
+            values[name] = [_build(item, v, f"{where}: {name}[{i}]") for i, v in enumerate(value)]
         else:
             values[name] = _coerce(value, hint, f"{where}: {name}")
     return cls(**values)
+
+
+def _optional_dataclass(hint: Any) -> type | None:
+    """The dataclass of a `D` or `D | None` hint, else None."""
+    if is_dataclass(hint):
+        return hint
+    if isinstance(hint, UnionType):
+        classes = [a for a in get_args(hint) if is_dataclass(a)]
+        return classes[0] if classes else None
+    return None
 
 
 def _is_required(f: Any) -> bool:
@@ -162,6 +250,10 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where}: expected an integer, got {value!r}")
         return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
     if text.startswith("list[int]"):
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value

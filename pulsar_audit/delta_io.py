@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 from delta.tables import DeltaTable
@@ -109,6 +110,30 @@ class Lakehouse:
     def version(self, table: str) -> int:
         self.create(table)
         return int(self._delta(table).history(1).select("version").first()[0])
+
+    def commits(self, table: str) -> list[tuple[int, datetime]]:
+        """(version, commit timestamp) of every commit of `table`, oldest first.
+
+        One row per commit, never per data row: small enough to collect.
+        """
+        if not self.exists(table):
+            return []
+        history = self._delta(table).history().select("version", "timestamp")
+        return sorted((int(r["version"]), r["timestamp"]) for r in history.collect())
+
+    def version_at(self, table: str, at: datetime) -> int | None:
+        """The last version of `table` committed at or before `at` (None: created later)."""
+        versions = [version for version, ts in self.commits(table) if ts <= at]
+        return versions[-1] if versions else None
+
+    def read_as_of(self, table: str, at: datetime | None) -> DataFrame:
+        """The table as it stood at `at` (now when None; empty if it did not exist yet)."""
+        if at is None:
+            return self.read(table)
+        version = self.version_at(table, at)
+        if version is None:
+            return self.spark.createDataFrame([], self.spec(table).schema)
+        return self.read(table, version)
 
     def versions(self, tables: Iterable[str]) -> dict[str, int]:
         """The current version of each table; -1 for a table never written (not created).

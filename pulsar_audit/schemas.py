@@ -379,16 +379,36 @@ CONFIG_RISK = T.StructType(
     ]
 )
 
-# One alert raised for an anomaly or a failed run, and where it was sent.
+# Where one alert stands with one sink: pending (not yet delivered: retried on the next send),
+# sent, or rejected (the sink refused it for good); give-ups are kept in `error`.
+ALERT_DELIVERY = T.StructType(
+    [
+        _f("sink", _STR),
+        _f("state", _STR),
+        _f("attempts", _INT),
+        _f("last_attempt_at", _TS),
+        _f("sent_at", _TS),
+        _f("error", _STR),
+    ]
+)
+
+# One alert: a finding that matters (invalid run, acked loss, duplicates under deduplication,
+# long outage, risky config), raised once per dedup key, with its state at each sink.
 ALERTS = T.StructType(
     [
-        _f("alert_id", _STR, False),
-        _f("run_id", _STR, False),
+        _f("dedup_key", _STR, False),
         _f("kind", _STR, False),
         _f("severity", _STR, False),
-        _f("message", _STR, False),
+        _f("run_id", _STR),
+        _f("topic", _STR),
+        _f("subscription", _STR),
+        _f("finding_id", _STR),
+        _f("title", _STR, False),
+        _f("explanation", _STR, False),
+        _f("causes", T.ArrayType(CAUSE, False), False),
+        _f("first_ts", _TS),
         _f("created_at", _TS, False),
-        _f("sinks", T.ArrayType(_STR, False), False),
+        _f("deliveries", T.ArrayType(ALERT_DELIVERY, False), False),
     ]
 )
 
@@ -444,7 +464,7 @@ TABLES: dict[str, TableSpec] = {
         TableSpec(
             "gold", "config_risk", CONFIG_RISK, ("ensemble_size", "write_quorum", "ack_quorum")
         ),
-        TableSpec("gold", "alerts", ALERTS, ("alert_id",)),
+        TableSpec("gold", "alerts", ALERTS, ("dedup_key",)),
     ]
 }
 

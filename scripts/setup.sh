@@ -43,3 +43,10 @@ if [ "$(cat "$pulsar_lib/.resolved" 2>/dev/null)" != "$want" ]; then
     -DoutputDirectory="$pulsar_lib"
   echo "$want" > "$pulsar_lib/.resolved"
 fi
+
+# Headless Chromium (Debian's package) renders the HTML report in tests; install it when
+# missing and we may (root with apt-get), otherwise the report's browser tests say why they skip.
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "setup: installing chromium with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi

@@ -43,3 +43,29 @@ def config(tmp_path: Path) -> Config:
 @pytest.fixture
 def lakehouse(spark, config: Config) -> Lakehouse:
     return Lakehouse(spark, config)
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory):
+    """A real Pulsar standalone (ZooKeeper metadata) on free loopback ports, for the session.
+
+    Shared by every test marked `pulsar` (capture, alert sinks); stopped at the end.
+    """
+    from ingest.pulsar import cluster
+
+    workdir = tmp_path_factory.mktemp("pulsar")
+    try:
+        state = cluster.up(workdir)
+        print(f"\npulsar standalone started in {state.startup_s} s")  # noqa: T201
+        yield state
+    finally:
+        _report_rss(workdir)
+        cluster.down(workdir)
+
+
+def _report_rss(workdir: Path) -> None:
+    from ingest.pulsar import cluster, process
+
+    state = cluster.load_state(workdir)
+    for spec in state.processes if state else []:
+        print(f"\n{spec.name} RSS {process.rss_mb(spec.pid)} MiB")  # noqa: T201

@@ -1,0 +1,133 @@
+"""The alerts job: read gold → raise new alerts (insert on dedup key) → deliver pending ones.
+
+Delivery state lives in gold.alerts, one entry per sink, written back by MERGE on the dedup
+key after each sink: a re-run sends nothing twice, and what a down sink missed stays pending.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pulsar_audit.config import Config, SinkConfig
+from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.schemas import ALERTS
+from serve.alerts import candidate_alerts
+from serve.sinks import (
+    PENDING,
+    REJECTED,
+    SENT,
+    Delivery,
+    deliver_file,
+    deliver_pulsar,
+    deliver_webhook,
+    file_path,
+)
+
+log = logging.getLogger(__name__)
+
+DONE_STATES = (SENT, REJECTED)
+
+
+def raise_alerts(lakehouse: Lakehouse, config: Config) -> int:
+    """Insert an alert for every finding that matters and has none yet; return how many."""
+    before = lakehouse.read("alerts").count()
+    candidates = candidate_alerts(
+        lakehouse.read("run_summary"),
+        lakehouse.read("anomalies"),
+        lakehouse.read("outages"),
+        lakehouse.read("config_risk"),
+        lakehouse.read("run_events"),
+        config.alerts,
+    )
+    lakehouse.insert_new("alerts", candidates)
+    raised = lakehouse.read("alerts").count() - before
+    log.info("alerts: %d raised, %d in all", raised, before + raised)
+    return raised
+
+
+def is_done_at(sink: str) -> Column:
+    """The alert was delivered to, or refused for good by, `sink`."""
+    return F.exists("deliveries", lambda d: (d["sink"] == sink) & d["state"].isin(*DONE_STATES))
+
+
+def pending_at(lakehouse: Lakehouse, sink: str) -> list[dict[str, Any]]:
+    """Alerts not yet done at `sink`, oldest first (alerts are findings: a short list)."""
+    pending = lakehouse.read("alerts").filter(~is_done_at(sink))
+    ordered = pending.orderBy("created_at", "first_ts", "dedup_key")
+    return [row.asDict(recursive=True) for row in ordered.collect()]
+
+
+def _deliver(config: Config, sink: SinkConfig, alerts: list[dict[str, Any]]) -> list[Delivery]:
+    if sink.pulsar is not None:
+        return deliver_pulsar(sink.name, sink.pulsar, alerts)
+    if sink.webhook is not None:
+        return deliver_webhook(sink.name, sink.webhook, alerts)
+    return deliver_file(sink.name, file_path(sink.file, config), alerts)
+
+
+def _merged_deliveries(alert: dict[str, Any], outcome: Delivery) -> list[dict[str, Any]]:
+    """The alert's deliveries with this sink's entry replaced; attempts add up across runs."""
+    previous = [d for d in alert["deliveries"] if d["sink"] == outcome.sink]
+    entry = outcome.as_row()
+    if previous:
+        entry["attempts"] += previous[0]["attempts"] or 0
+        entry["last_attempt_at"] = entry["last_attempt_at"] or previous[0]["last_attempt_at"]
+    others = [d for d in alert["deliveries"] if d["sink"] != outcome.sink]
+    return sorted([*others, entry], key=lambda d: d["sink"])
+
+
+def _record(lakehouse: Lakehouse, alerts: list[dict[str, Any]], outcomes: list[Delivery]) -> None:
+    schema = T.StructType([ALERTS["dedup_key"], ALERTS["deliveries"]])
+    rows = [
+        (alert["dedup_key"], _merged_deliveries(alert, outcome))
+        for alert, outcome in zip(alerts, outcomes, strict=True)
+    ]
+    updates = lakehouse.spark.createDataFrame(rows, schema)
+    lakehouse.update_changed("alerts", updates, ["deliveries"])
+
+
+def send_alerts(lakehouse: Lakehouse, config: Config) -> dict[str, dict[str, int]]:
+    """Deliver every alert still pending at each configured sink; per sink, count outcomes."""
+    report: dict[str, dict[str, int]] = {}
+    for sink in config.alerts.sinks:
+        alerts = pending_at(lakehouse, sink.name)
+        outcomes = _deliver(config, sink, alerts)
+        if alerts:
+            _record(lakehouse, alerts, outcomes)
+        counts = {state: 0 for state in (SENT, PENDING, REJECTED)}
+        for outcome in outcomes:
+            counts[outcome.state] += 1
+        report[sink.name] = counts
+        log.info("alert sink %s (%s): %s", sink.name, sink.kind, counts)
+    return report
+
+
+def raise_and_send(lakehouse: Lakehouse, config: Config) -> dict[str, Any]:
+    """The `alerts send` job (and the end of `analyze` when sinks are configured)."""
+    raised = raise_alerts(lakehouse, config)
+    return {"raised": raised, "sinks": send_alerts(lakehouse, config)}
+
+
+def alert_rows(
+    lakehouse: Lakehouse,
+    run_ids: list[str] | None = None,
+    pending_only: bool = False,
+    config: Config | None = None,
+) -> list[dict[str, Any]]:
+    """gold.alerts as dicts, newest first; pending_only: not yet done at some configured sink."""
+    df = lakehouse.read("alerts")
+    if run_ids:
+        df = df.filter(F.col("run_id").isin(run_ids))
+    if pending_only and config is not None and config.alerts.sinks:
+        done_everywhere = None
+        for sink in config.alerts.sinks:
+            done = is_done_at(sink.name)
+            done_everywhere = done if done_everywhere is None else done_everywhere & done
+        df = df.filter(~done_everywhere)
+    ordered = df.orderBy(F.col("created_at").desc(), "run_id", "kind", "dedup_key")
+    return [row.asDict(recursive=True) for row in ordered.collect()]

@@ -1,0 +1,150 @@
+"""`pulsar-audit report RUN --out FILE.html`: one self-contained page that opens offline.
+
+Plotly's JavaScript is embedded once; the page loads nothing from anywhere else.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from serve.report_data import report_data
+from serve.report_figures import ledger_map_figure, timeline_figure
+
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+SUMMARY_COLUMNS = (
+    "topic", "subscription", "valid", "sent", "acked", "nacked", "received", "lost", "unseen",
+    "duplicated", "redelivered", "out_of_order", "unacked_received", "outages", "reasons",
+)  # fmt: skip
+CONFIG_COLUMNS = (
+    "ts", "topic", "ensemble_size", "write_quorum", "ack_quorum", "brokers", "bookies",
+    "deduplication", "scenario",
+)  # fmt: skip
+CHECK_COLUMNS = ("table", "expectation", "column", "level", "success", "observed_value")
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
+h1 { margin-bottom: 4px; } h2 { margin-top: 32px; }
+.verdict { display: inline-block; padding: 4px 12px; border-radius: 4px; font-weight: bold; }
+.v-true { background: #d4edda; } .v-false { background: #f8d7da; }
+.v-unknown { background: #fff3cd; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; } .muted { color: #666; }
+"""
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="milliseconds")
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    if isinstance(value, list):
+        return "; ".join(_text(v) for v in value)
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    if not rows:
+        return '<p class="muted">(none)</p>'
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_text(r.get(c)))}</td>" for c in columns) + "</tr>"
+        for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def overall_verdict(summary: list[dict[str, Any]]) -> str:
+    """false if any subscription is false, else unknown if any is unknown (or none), else true."""
+    verdicts = {row["valid"] for row in summary}
+    if "false" in verdicts:
+        return "false"
+    if "unknown" in verdicts or not verdicts:
+        return "unknown"
+    return "true"
+
+
+def _causes(causes: list[dict[str, Any]]) -> str:
+    return "; ".join(c["reason"] for c in causes or [] if c.get("reason"))
+
+
+def findings_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [
+        {
+            "kind": "outage",
+            "where": f"producer {o['producer']}",
+            "when": o["start"],
+            "explanation": o["explanation"],
+            "probable causes": _causes(o["causes"]),
+        }
+        for o in data["outages"]
+    ]
+    rows += [
+        {
+            "kind": a["kind"],
+            "where": f"subscription {a['subscription']}, producer {a['producer']}",
+            "when": a["first_ts"],
+            "explanation": a["explanation"],
+            "probable causes": _causes(a["causes"]),
+        }
+        for a in data["anomalies"]
+    ]
+    return rows
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The report page for one run's `report_data`."""
+    verdict = overall_verdict(data["summary"])
+    window = data["window"]
+    timeline = timeline_figure(data).to_html(
+        full_html=False, include_plotlyjs=True, div_id="chart-timeline", config=PLOTLY_CONFIG
+    )
+    ledger_map = ledger_map_figure(data["ledger_map"]).to_html(
+        full_html=False, include_plotlyjs=False, div_id="chart-ledger-map", config=PLOTLY_CONFIG
+    )
+    run = html.escape(data["run_id"])
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>pulsar-audit: run {run}</title><style>{STYLE}</style></head>
+<body>
+<h1>Run {run}</h1>
+<p>verdict <span class="verdict v-{verdict}" id="verdict">valid: {verdict}</span>
+<span class="muted">{_text(window.start)} .. {_text(window.end)} (client clock);
+{len(data["outages"])} outage(s), {len(data["anomalies"])} anomaly block(s)</span></p>
+{_table(data["summary"], SUMMARY_COLUMNS)}
+<h2>Latency and rates over time</h2>
+<p class="muted">Red bands: outages (messages in flight, none completed). Vertical lines:
+unloads (violet), ownership, broker or bookie loss, ledger rolls.</p>
+{timeline}
+<h2>Anomalies by ledger and entry</h2>
+{ledger_map}
+<h2>Findings</h2>
+{_table(findings_rows(data), ("kind", "where", "when", "explanation", "probable causes"))}
+<h2>Configuration</h2>
+{_table(data["config"], CONFIG_COLUMNS)}
+<h2>Checks</h2>
+{_table(data["checks"], CHECK_COLUMNS)}
+</body></html>
+"""
+
+
+def write_report(read: Any, run_id: str, out: str | Path) -> dict[str, Any]:
+    """Write the report of `run_id` to `out`; read: table name → DataFrame."""
+    data = report_data(read, run_id)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(data), encoding="utf-8")
+    return {
+        "run_id": run_id,
+        "out": str(path),
+        "bytes": path.stat().st_size,
+        "verdict": overall_verdict(data["summary"]),
+        "points": len(data["series"]),
+        "outages": len(data["outages"]),
+        "markers": len(data["markers"]),
+        "ledger_cells": len(data["ledger_map"]),
+    }

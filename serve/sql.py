@@ -1,0 +1,44 @@
+"""`pulsar-audit sql`: run a query with every table named by its layer (`gold.anomalies`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.errors import AnalysisException
+
+from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.errors import InputError
+from pulsar_audit.schemas import TABLES
+
+
+def register_tables(lakehouse: Lakehouse) -> list[str]:
+    """Make `layer.table` name every contract table in this session; return the names.
+
+    Local storage: each layer becomes a session database holding the Delta paths as external
+    tables (the session catalog is in memory: nothing outlives the process). A catalog
+    (Databricks) names tables `catalog.schema.table`; those names are used as they are.
+    """
+    spark = lakehouse.spark
+    names = []
+    for name, spec in TABLES.items():
+        lakehouse.create(name)
+        if lakehouse.config.storage != "path":
+            names.append(lakehouse.location(name))
+            continue
+        qualified = f"{spec.layer}.{spec.name}"
+        spark.sql("CREATE DATABASE IF NOT EXISTS IDENTIFIER(:db)", args={"db": spec.layer})
+        spark.sql("DROP TABLE IF EXISTS IDENTIFIER(:t)", args={"t": qualified})
+        spark.catalog.createTable(qualified, path=lakehouse.location(name), source="delta")
+        names.append(qualified)
+    return names
+
+
+def run_sql(lakehouse: Lakehouse, query: str, limit: int) -> dict[str, Any]:
+    """{"columns", "rows", "truncated"}: at most `limit` rows of the query's result."""
+    register_tables(lakehouse)
+    try:
+        result = lakehouse.spark.sql(query)
+    except AnalysisException as exc:
+        raise InputError(f"the query cannot run: {exc}") from None
+    rows = [r.asDict(recursive=True) for r in result.limit(limit + 1).collect()]
+    return {"columns": result.columns, "rows": rows[:limit], "truncated": len(rows) > limit}

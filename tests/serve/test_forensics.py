@@ -1,0 +1,148 @@
+"""Forensics on the analyzed examples: one message's life, `--as-of` after a rerun, `sql`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from serve_examples import SYNTHETIC_RUN
+
+from pulsar_audit.config import AlertsConfig, FileSinkConfig, SinkConfig, load_config
+from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.errors import InputError
+from serve.forensics import Snapshot, message_life, parse_as_of
+from serve.sql import run_sql
+
+TOPIC = "persistent://public/default/orders"
+
+
+def _life(lakehouse: Lakehouse, seq: int, at=None) -> dict:  # noqa: ANN001
+    return message_life(Snapshot(lakehouse, at), SYNTHETIC_RUN, seq)
+
+
+def _where(rows: list[dict]) -> list[str]:
+    return [f"{r['ledger_id']}:{r['entry_id']}" for r in rows]
+
+
+def test_a_lost_message_was_acked_and_never_delivered(examples_lakehouse) -> None:
+    life = _life(examples_lakehouse, 51)
+    assert life["message"] == {
+        "run_id": SYNTHETIC_RUN, "topic": TOPIC, "partition": -1, "producer": "p1", "seq": 51,
+    }  # fmt: skip
+    assert [e["event"] for e in life["producer_events"]] == ["send", "ack"]
+    assert _where(life["producer_events"][1:]) == ["10:51"]
+    assert life["history"]["acked"] and life["history"]["ack_latency_ms"] == 2.0
+    assert life["deliveries"] == []
+    [lost] = [f for f in life["findings"] if f["kind"] == "lost"]
+    assert (lost["seq_from"], lost["seq_to"], lost["subscription"]) == (50, 52, "reader-1")
+
+
+def test_a_duplicated_message_was_stored_and_delivered_under_two_message_ids(
+    examples_lakehouse,
+) -> None:
+    life = _life(examples_lakehouse, 102)
+    assert _where(life["producer_events"][1:]) == ["11:102"]
+    assert life["history"]["ack_latency_ms"] == 30.0
+    assert _where(life["deliveries"]) == ["10:102", "11:102"]
+    assert [d["consumer"] for d in life["deliveries"]] == ["reader-1", "reader-1"]
+    assert "duplicated" in {f["kind"] for f in life["findings"]}
+
+
+def test_a_redelivered_message_came_twice_under_one_message_id(examples_lakehouse) -> None:
+    life = _life(examples_lakehouse, 150)
+    assert _where(life["deliveries"]) == ["10:150", "10:150"]
+    assert [d["delivery_index"] for d in life["deliveries"]] == [147, 148]
+    kinds = {f["kind"] for f in life["findings"]}
+    assert "redelivered" in kinds and "duplicated" not in kinds
+
+
+def test_an_unknown_message_names_what_was_asked(examples_lakehouse) -> None:
+    with pytest.raises(InputError, match="no message with seq 5000 in run 'synthetic-faults'"):
+        _life(examples_lakehouse, 5000)
+
+
+def _late_receive(folder: Path) -> None:
+    """A second subscription that did receive seq 51 (and read to the end)."""
+    base = {"run_id": SYNTHETIC_RUN, "topic": TOPIC, "role": "consumer", "client": "late-1",
+            "partition": -1, "subscription": "late"}  # fmt: skip
+    events = [
+        {**base, "event": "receive", "seq": 51, "producer": "p1", "ledger_id": 10,
+         "entry_id": 51, "ts": 1741082409000, "event_index": 0},
+        {**base, "event": "end", "ts": 1741082409100, "event_index": 1},
+    ]  # fmt: skip
+    folder.mkdir()
+    (folder / "late-reader.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_path: Path) -> None:
+    from jobs.analyze import analyze
+
+    root = tmp_path / "lh"
+    shutil.copytree(examples_lakehouse.config.lakehouse_path, root)
+    config = load_config("local", lakehouse=str(root))
+    lakehouse = Lakehouse(examples_lakehouse.spark, config)
+    before_version = lakehouse.version("anomalies")
+    before = _life(lakehouse, 51)
+
+    _late_receive(tmp_path / "late")
+    # With a sink configured, analyze also raises and sends the alerts.
+    sink = SinkConfig(name="file", file=FileSinkConfig(path=str(tmp_path / "alerts.jsonl")))
+    with_sink = dataclasses.replace(config, alerts=AlertsConfig(sinks=[sink]))
+    result = analyze(lakehouse, with_sink, tmp_path / "late")
+    sent = [json.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert result["alerts"]["sinks"]["file"]["sent"] == result["alerts"]["raised"] == len(sent)
+    assert {"run_not_valid", "lost"} <= {a["kind"] for a in sent}
+    assert lakehouse.version("anomalies") > before_version
+    now = _life(lakehouse, 51)
+    assert [(d["subscription"], d["consumer"]) for d in now["deliveries"]] == [("late", "late-1")]
+    # Still lost for reader-1; the new subscription's lost blocks do not hold seq 51.
+    assert {f["subscription"] for f in now["findings"] if f["kind"] == "lost"} == {"reader-1"}
+    assert now["as_of"]["versions"]["anomalies"] > before_version
+
+    as_of = _life(lakehouse, 51, parse_as_of(lakehouse, str(before_version)))
+    assert as_of["deliveries"] == [] == before["deliveries"]
+    assert as_of["findings"] == before["findings"]
+    assert as_of["as_of"]["versions"]["anomalies"] == before_version
+
+    # The same through the command line, by version, as JSON.
+    exe = Path(sys.executable).parent / "pulsar-audit"
+    done = subprocess.run(
+        [str(exe), "message", SYNTHETIC_RUN, "--seq", "51", "--as-of", str(before_version),
+         "--lakehouse", str(root), "--json"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout)
+    assert answer["deliveries"] == []
+    assert {f["subscription"] for f in answer["findings"] if f["kind"] == "lost"} == {"reader-1"}
+
+
+def test_as_of_refuses_a_version_that_does_not_exist(examples_lakehouse) -> None:
+    with pytest.raises(InputError, match="gold.anomalies has no version 999"):
+        parse_as_of(examples_lakehouse, "999")
+    with pytest.raises(InputError, match="expected a version number"):
+        parse_as_of(examples_lakehouse, "yesterday")
+
+
+def test_sql_names_tables_by_layer(examples_lakehouse) -> None:
+    result = run_sql(
+        examples_lakehouse,
+        "SELECT a.kind, sum(a.count) AS n FROM gold.anomalies a "
+        "JOIN silver.run_state s ON a.run_id = s.run_id "
+        "WHERE a.run_id = 'synthetic-faults' GROUP BY a.kind ORDER BY a.kind",
+        limit=100,
+    )
+    assert result["columns"] == ["kind", "n"]
+    assert {r["kind"]: r["n"] for r in result["rows"]} == {
+        "duplicated": 5, "lost": 3, "out_of_order": 1, "redelivered": 2, "unacked_received": 1,
+    }  # fmt: skip
+    assert result["truncated"] is False
+    few = run_sql(examples_lakehouse, "SELECT seq FROM bronze.producer_events", limit=3)
+    assert len(few["rows"]) == 3 and few["truncated"] is True
+    with pytest.raises(InputError, match="the query cannot run"):
+        run_sql(examples_lakehouse, "SELECT nope FROM gold.anomalies", limit=1)
