@@ -15,9 +15,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 want=$(stamp_of pyproject.toml)
 if [ "$(cat .venv/.pulsar-audit-installed 2>/dev/null)" != "$want" ]; then
-  echo "setup: installing pulsar-audit[dev] into .venv"
+  echo "setup: installing pulsar-audit[dev,bench] into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  .venv/bin/python -m pip install --quiet -e ".[dev,bench]"
   echo "$want" > .venv/.pulsar-audit-installed
 fi
 
