@@ -98,9 +98,10 @@ def _stage_commands() -> list[Callable[..., None]]:
     """Each stage adds its own subcommands (kept out of this module to keep it small)."""
     from ingest import cli as ingest_cli
     from ingest.pulsar import cli as pulsar_cli
+    from ingest.simulate import cli as simulate_cli
     from pipelines import cli as pipelines_cli
 
-    return [ingest_cli.register, pipelines_cli.register, pulsar_cli.register]
+    return [ingest_cli.register, pipelines_cli.register, pulsar_cli.register, simulate_cli.register]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,26 +83,29 @@ def stored_copies(messages: DataFrame) -> DataFrame:
     )
 
 
-def block_positions(copies: DataFrame, plan: Plan, consumer: Consumer) -> DataFrame:
-    """(stream, block_pos): where the consumer stops; a small aggregate (one row per stream)."""
-    bad = is_unreadable(plan, consumer.bookies_down, F.struct(*[F.col(c) for c in copies.columns]))
-    stored = copies.groupBy("stream").agg(
-        F.count("*").alias("stored"),
-        F.min(F.when(bad, F.col("pos"))).alias("first_unreadable"),
-    )
-    stop = F.floor(F.col("stored") * F.lit(consumer.stop_fraction)) if consumer.stop_fraction else None
-    block = F.coalesce("first_unreadable", F.col("stored"))
-    if stop is not None:
-        block = F.least(block, stop)
-    return stored.select("stream", "stored", block.cast("long").alias("block_pos"))
+def block_positions(copies: DataFrame, plan: Plan, found: list[Consumer]) -> DataFrame:
+    """(stream, stored, stop_<n> per consumer n): where each consumer stops; one row per stream."""
+    fields = F.struct(*[F.col(c) for c in copies.columns])
+    firsts = [
+        F.min(F.when(is_unreadable(plan, c.bookies_down, fields), F.col("pos"))).alias(f"bad_{n}")
+        for n, c in enumerate(found)
+    ]
+    stored = copies.groupBy("stream").agg(F.count("*").alias("stored"), *firsts)
+    stops = []
+    for n, c in enumerate(found):
+        stop = F.coalesce(F.col(f"bad_{n}"), F.col("stored"))
+        if c.stop_fraction:
+            stop = F.least(stop, F.floor(F.col("stored") * F.lit(c.stop_fraction)))
+        stops.append(stop.cast("long").alias(f"stop_{n}"))
+    return stored.select("stream", "stored", *stops)
 
 
-def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, blocks: DataFrame) -> DataFrame:
-    """stream, seq, ledger_id, entry_id, slot (the consumer's order), redelivery_count."""
+def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFrame) -> DataFrame:
+    """stream, seq, ledger_id, entry_id, slot (the consumer's order), redelivery_count.
+
+    stops: (stream, stop_pos) — the consumer receives the copies before stop_pos."""
     s = plan.scenario
-    got = copies.join(F.broadcast(blocks.select("stream", "block_pos")), ["stream"], how="inner").filter(
-        F.col("pos") < F.col("block_pos")
-    )
+    got = copies.join(F.broadcast(stops), ["stream"], how="inner").filter(F.col("pos") < F.col("stop_pos"))
     first = got.select(
         "stream", "seq", "ledger_id", "entry_id", (F.col("pos") * 2).alias("slot"),
         F.lit(0).alias("redelivery_count"),

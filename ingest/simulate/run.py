@@ -50,7 +50,10 @@ def cause_of(plan: Plan, kind: str, consumer: C.Consumer) -> dict[str, Any]:
 
 def simulate_run(spark: SparkSession, scenario: Scenario, out: str | Path,
                  threshold_ms: int = 100, ladder: list[int] | None = None) -> dict[str, Any]:
-    """Write one run's trace files and truth.json under `out`; return the truth (a dict)."""
+    """Write one run's trace files and truth.json under `out`; return the truth (a dict).
+
+    threshold_ms, ladder: the outage threshold and backoff ladder `analyze` will use.
+    """
     s = validate(scenario)
     ladder = ladder or DEFAULT_LADDER
     folder = Path(out)
@@ -59,43 +62,31 @@ def simulate_run(spark: SparkSession, scenario: Scenario, out: str | Path,
     plan = build_plan(s)
     messages = build_messages(spark, plan)
     copies = C.stored_copies(messages)
-    lines = producer_lines(messages, plan)
-    small = run_events(plan)
-    runs, anomalies, consumer_info = [], [], []
-    labels = None
+    found = C.consumers(plan)
+    stop_rows = [r.asDict() for r in C.block_positions(copies, plan, found).collect()]
+    lines, small = producer_lines(messages, plan), run_events(plan)
+    labels, received, info = None, None, []
+    for n, consumer in enumerate(found):
+        stops = spark.createDataFrame([(r["stream"], r[f"stop_{n}"]) for r in stop_rows],
+                                      "stream long, stop_pos long")
+        ended = consumer.stop_fraction == 0 and all(r[f"stop_{n}"] >= r["stored"] for r in stop_rows)
+        delivered = C.deliveries(copies, plan, consumer, stops)
+        lines = lines.unionByName(consumer_lines(delivered, plan, consumer, n))
+        if ended:
+            small.append(end_event(plan, consumer, n))
+        these = T.labels(messages, delivered, consumer.subscription, ended)
+        got = T.received(delivered, consumer.subscription)
+        labels = these if labels is None else labels.unionByName(these)
+        received = got if received is None else received.unionByName(got)
+        stopped = {r["stream"]: r[f"stop_{n}"] for r in stop_rows}
+        info.append({"name": consumer.name, "subscription": consumer.subscription,
+                     "bookies_down": list(consumer.bookies_down), "ended": ended,
+                     "stopped_at": stopped, "visible": ended or any(stopped.values())})
+    files = write_trace(spark, lines, small, folder, s.run_id)
     totals = messages.agg(
         *[F.sum((F.col("outcome") == o).cast("long")).alias(o) for o in ("ack", "nack")]
     ).first()
-    acked, nacked = int(totals["ack"] or 0), int(totals["nack"] or 0)
-    for index, consumer in enumerate(C.consumers(plan)):
-        stops = C.block_positions(copies, plan, consumer)
-        stop_rows = stops.collect()
-        ended = consumer.stop_fraction == 0 and all(r.block_pos >= r.stored for r in stop_rows)
-        delivered = C.deliveries(copies, plan, consumer, stops)
-        lines = lines.unionByName(consumer_lines(delivered, plan, consumer, index))
-        if ended:
-            small.append(end_event(plan, consumer, index))
-        these = T._labels(messages, delivered, consumer, ended)
-        labels = these if labels is None else labels.unionByName(these)
-        received = T.counts(messages, delivered, consumer, ended).first()["received"]
-        runs.append({"subscription": consumer.subscription, "received": int(received), "ended": ended})
-        consumer_info.append({"name": consumer.name, "subscription": consumer.subscription,
-                              "bookies_down": list(consumer.bookies_down), "ended": ended,
-                              "stopped_at": {r.stream: r.block_pos for r in stop_rows}})
-    files = write_trace(spark, lines, small, folder, s.run_id)
-    found = T.blocks(labels)
-    partitioned = bool(s.partitions)
-    by_consumer = {c.subscription: c for c in C.consumers(plan)}
-    for block in found:
-        stream = block.pop("stream")
-        block.update(partition=stream if partitioned else -1, producer=producer_name(stream, partitioned),
-                     cause=cause_of(plan, block["kind"], by_consumer[block["subscription"]]))
-        anomalies.append(block)
-    outages = T.outages(messages, plan, threshold_ms, ladder)
-    for outage in outages:
-        stream = outage.pop("stream")
-        outage.update(partition=stream if partitioned else -1, producer=producer_name(stream, partitioned),
-                      cause={"fault": plan.faults[0], "reconnect": plan.reconnect})
+    counts = {r["subscription"]: r["received"] for r in received.collect()}
     truth = {
         "format": "pulsar-audit simulate truth v1",
         "run_id": s.run_id,
@@ -104,29 +95,55 @@ def simulate_run(spark: SparkSession, scenario: Scenario, out: str | Path,
         "config": f"{s.ensemble}-{s.write_quorum}-{s.ack_quorum}",
         "faults": plan.faults,
         "plan": plan.as_dict(),
-        "consumers": consumer_info,
-        "runs": _runs(s, runs, anomalies, acked, nacked, consumer_info),
-        "anomalies": anomalies,
-        "outages": outages,
+        "consumers": info,
+        "anomalies": _anomalies(plan, T.blocks(labels), found, info),
+        "outages": _outages(plan, T.outages(messages, plan, threshold_ms, ladder)),
         "outage_threshold_ms": threshold_ms,
         "backoff_ladder_ms": ladder,
         "files": [p.name for p in files],
-        "generate_s": round(time.monotonic() - started, 2),
     }
-    (folder / TRUTH_FILE).write_text(
-        json.dumps(truth, indent=1, default=str) + "\n"
-    )
+    truth["runs"] = _runs(s, info, counts, truth["anomalies"], int(totals["ack"] or 0),
+                          int(totals["nack"] or 0))
+    truth["generate_s"] = round(time.monotonic() - started, 2)
+    (folder / TRUTH_FILE).write_text(json.dumps(truth, indent=1, default=str) + "\n")
     return truth
 
 
-def _runs(s: Scenario, runs: list[dict], anomalies: list[dict], acked: int, nacked: int,
-          consumer_info: list[dict]) -> list[dict[str, Any]]:
-    """Expected `analyze --json` "runs" rows, one per subscription, sorted like the product."""
+def _anomalies(plan: Plan, found: list[dict], consumers: list[C.Consumer],
+               info: list[dict]) -> list[dict[str, Any]]:
+    """Blocks with partition, producer and true cause; none for a consumer the trace cannot show."""
+    partitioned = bool(plan.scenario.partitions)
+    by_subscription = {c.subscription: c for c in consumers}
+    visible = {c["subscription"] for c in info if c["visible"]}
+    found = [b for b in found if b["subscription"] in visible]
+    for block in found:
+        stream = block.pop("stream")
+        block.update(partition=stream if partitioned else -1, producer=producer_name(stream, partitioned),
+                     cause=cause_of(plan, block["kind"], by_subscription[block["subscription"]]))
+    return found
+
+
+def _outages(plan: Plan, found: list[dict]) -> list[dict[str, Any]]:
+    partitioned = bool(plan.scenario.partitions)
+    for outage in found:
+        stream = outage.pop("stream")
+        outage.update(partition=stream if partitioned else -1, producer=producer_name(stream, partitioned),
+                      cause={"fault": plan.faults[0], "reconnect": plan.reconnect})
+    return found
+
+
+def _runs(s: Scenario, info: list[dict], counts: dict[str, int], anomalies: list[dict],
+          acked: int, nacked: int) -> list[dict[str, Any]]:
+    """Expected `analyze --json` "runs" rows, one per subscription, sorted like the product.
+
+    A consumer that received nothing and has no `end` left no line in the trace: no reader of
+    the trace can know it existed, so it has no row (truth.json's "consumers" still lists it).
+    """
     rows = []
-    for run in runs:
+    for run in (c for c in info if c["visible"]):
         row = {"run_id": s.run_id, "topic": s.topic, "subscription": run["subscription"],
                "sent": s.messages * s.streams, "acked": acked, "nacked": nacked,
-               "received": run["received"]}
+               "received": int(counts.get(run["subscription"], 0))}
         for kind in ("lost", "unseen", "unacked_received", "duplicated", "redelivered", "out_of_order"):
             row[kind] = sum(a["count"] for a in anomalies
                             if a["subscription"] == run["subscription"] and a["kind"] == kind)

@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from ingest.simulate.consumers import Consumer
 from ingest.simulate.plan import Plan
 
 COUNT_FIELDS = ("sent", "acked", "nacked", "received", "lost", "unseen", "unacked_received",
@@ -30,7 +29,7 @@ def nearest_step(duration_ms: float, ladder: list[int]) -> int:
     return min(range(len(ladder)), key=lambda i: (abs(duration_ms - ladder[i]), i)) + 1
 
 
-def _labels(messages: DataFrame, delivered: DataFrame, consumer: Consumer, ended: bool) -> DataFrame:
+def labels(messages: DataFrame, delivered: DataFrame, subscription: str, ended: bool) -> DataFrame:
     """(stream, seq, kind) for every anomalous message of one subscription."""
     got = delivered.groupBy("stream", "seq").agg(
         F.count("*").alias("deliveries"), F.countDistinct("ledger_id", "entry_id").alias("ids")
@@ -46,14 +45,14 @@ def _labels(messages: DataFrame, delivered: DataFrame, consumer: Consumer, ended
         F.when(is_got & (F.col("deliveries") > F.col("ids")), F.lit("redelivered")),
     ))
     return joined.select("stream", "seq", F.explode(kinds).alias("kind")).withColumn(
-        "subscription", F.lit(consumer.subscription)
+        "subscription", F.lit(subscription)
     )
 
 
-def counts(messages: DataFrame, delivered: DataFrame, consumer: Consumer, ended: bool) -> DataFrame:
-    """One row: the subscription's received count (the per-kind counts come from the blocks)."""
-    return delivered.select("stream", "seq").distinct().agg(F.count("*").alias("received")).withColumn(
-        "subscription", F.lit(consumer.subscription)
+def received(delivered: DataFrame, subscription: str) -> DataFrame:
+    """One row: (subscription, received) — distinct messages delivered."""
+    return delivered.select("stream", "seq").distinct().agg(F.count("*").alias("received")).select(
+        F.lit(subscription).alias("subscription"), "received"
     )
 
 
