@@ -66,6 +66,7 @@ def build_findings(
         silver.delivery,
         subscriptions(bronze.consumer_events, bronze.producer_events),
         run_deduplication(bronze.run_events),
+        bronze.producer_events,
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)
 

@@ -25,7 +25,10 @@ def mix(seed: int, stream: int, seq: int) -> int:
 
 def mix_column(seed: int, stream: Column, seq: Column) -> Column:
     """`mix` as a Spark Column (long arithmetic, no overflow below 3·10⁹ messages)."""
-    return F.pmod(seq * F.lit(HASH_MULTIPLIER) + stream * F.lit(40_503) + F.lit(seed * 97), F.lit(HASH_MODULUS))
+    return F.pmod(
+        seq * F.lit(HASH_MULTIPLIER) + stream * F.lit(40_503) + F.lit(seed * 97),
+        F.lit(HASH_MODULUS),
+    )
 
 
 def jitter_span(interval_us: int) -> int:
@@ -37,7 +40,9 @@ def latency(seed: int, stream: int, seq: int, latency_us: int, interval_us: int)
     return latency_us + mix(seed, stream, seq) % jitter_span(interval_us)
 
 
-def latency_column(seed: int, stream: Column, seq: Column, latency_us: int, interval_us: int) -> Column:
+def latency_column(
+    seed: int, stream: Column, seq: Column, latency_us: int, interval_us: int
+) -> Column:
     return F.lit(latency_us) + mix_column(seed, stream, seq) % F.lit(jitter_span(interval_us))
 
 

@@ -9,6 +9,9 @@ Consumers read after the producers finished, in storage order (ledger, entry):
   the scenario brings them back): it fails to ack one message in `redeliver_every`, which the
   broker redelivers later under the same MessageId with redelivery_count 1.
 - `reader-early` (when `early_stop` > 0): stops after that fraction of the topic, no `end`.
+- `reader-skip` (when `auto_skip`): a Reader served by a broker with
+  autoSkipNonRecoverableData=true, which skips the unreadable entries: it reads to the end
+  (acked messages lost to it) and its MessageIds jump over the hole (a poll skip).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ class Consumer:
     bookies_down: tuple[str, ...]
     redeliver: bool = False
     stop_fraction: float = 0.0  # 0: reads until blocked or the end
+    skip_unreadable: bool = (
+        False  # the broker skips unreadable entries (autoSkipNonRecoverableData)
+    )
 
 
 def consumers(plan: Plan) -> list[Consumer]:
@@ -42,6 +48,10 @@ def consumers(plan: Plan) -> list[Consumer]:
         Consumer("reader-1", "reader-1", tuple(plan.killed)),
         Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0),
     ]
+    if s.auto_skip:
+        found.append(
+            Consumer("reader-skip", "reader-skip", tuple(plan.killed), skip_unreadable=True)
+        )
     if s.early_stop > 0:
         found.append(Consumer("reader-early", "reader-early", after, stop_fraction=s.early_stop))
     return found
@@ -93,7 +103,9 @@ def block_positions(copies: DataFrame, plan: Plan, found: list[Consumer]) -> Dat
     stored = copies.groupBy("stream").agg(F.count("*").alias("stored"), *firsts)
     stops = []
     for n, c in enumerate(found):
-        stop = F.coalesce(F.col(f"bad_{n}"), F.col("stored"))
+        stop = (
+            F.col("stored") if c.skip_unreadable else F.coalesce(F.col(f"bad_{n}"), F.col("stored"))
+        )
         if c.stop_fraction:
             stop = F.least(stop, F.floor(F.col("stored") * F.lit(c.stop_fraction)))
         stops.append(stop.cast("long").alias(f"stop_{n}"))
@@ -105,16 +117,25 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
 
     stops: (stream, stop_pos) — the consumer receives the copies before stop_pos."""
     s = plan.scenario
-    got = copies.join(F.broadcast(stops), ["stream"], how="inner").filter(F.col("pos") < F.col("stop_pos"))
+    got = copies.join(F.broadcast(stops), ["stream"], how="inner").filter(
+        F.col("pos") < F.col("stop_pos")
+    )
     first = got.select(
-        "stream", "seq", "ledger_id", "entry_id", (F.col("pos") * 2).alias("slot"),
+        "stream",
+        "seq",
+        "ledger_id",
+        "entry_id",
+        (F.col("pos") * 2).alias("slot"),
         F.lit(0).alias("redelivery_count"),
     )
     if not consumer.redeliver:
         return first
     again = (mix_column(s.seed + 1, F.col("stream"), F.col("seq")) % s.redeliver_every) == 7
     second = got.filter(again).select(
-        "stream", "seq", "ledger_id", "entry_id",
+        "stream",
+        "seq",
+        "ledger_id",
+        "entry_id",
         ((F.col("pos") + REDELIVERY_LAG) * 2 + 1).alias("slot"),
         F.lit(1).alias("redelivery_count"),
     )

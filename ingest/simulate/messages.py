@@ -29,12 +29,23 @@ COPY = T.StructType(
 def stream_plans(spark: SparkSession, plan: Plan) -> DataFrame:
     """The plan's per-stream numbers as a tiny DataFrame (one row per stream)."""
     rows = [
-        (p.stream, p.a, p.written, p.t_reconnect, p.pre, p.resent, p.new_lo, p.t_resume,
-         p.epoch0_ledgers)
+        (
+            p.stream,
+            p.a,
+            p.written,
+            p.t_reconnect,
+            p.pre,
+            p.resent,
+            p.new_lo,
+            p.t_resume,
+            p.epoch0_ledgers,
+        )
         for p in plan.streams
     ]
-    schema = "stream long, a long, written long, t_reconnect long, pre long, resent long, " \
-             "new_lo long, t_resume long, epoch0_ledgers long"
+    schema = (
+        "stream long, a long, written long, t_reconnect long, pre long, resent long, "
+        "new_lo long, t_resume long, epoch0_ledgers long"
+    )
     return spark.createDataFrame(rows, schema)
 
 
@@ -58,10 +69,13 @@ def build_messages(spark: SparkSession, plan: Plan, partitions: int | None = Non
     total = s.messages * s.streams
     parts = partitions or max(2, total // 250_000)
     ids = spark.range(0, total, numPartitions=parts).select(
-        (F.col("id") % s.streams).alias("stream"), (F.col("id") / s.streams).cast("long").alias("seq")
+        (F.col("id") % s.streams).alias("stream"),
+        (F.col("id") / s.streams).cast("long").alias("seq"),
     )
     joined = ids.join(F.broadcast(stream_plans(spark, plan)), ["stream"], how="inner")
-    return joined.transform(lambda df: with_timing(df, plan)).transform(lambda df: with_storage(df, plan))
+    return joined.transform(lambda df: with_timing(df, plan)).transform(
+        lambda df: with_storage(df, plan)
+    )
 
 
 def with_timing(df: DataFrame, plan: Plan) -> DataFrame:
@@ -90,6 +104,16 @@ def with_timing(df: DataFrame, plan: Plan) -> DataFrame:
         .when(resent, burst_ack)
         .otherwise(F.greatest(send + lat, burst_end + BURST_STEP_US))
     )
+    every = s.callback_reorder_every
+    if every:  # the harness records the second ack of a pair just before the first
+        pair_second = is_before & (seq % every == every - 1) & (seq >= 1)
+        previous_ack = (
+            F.lit(T0_US)
+            + (seq - 1) * d
+            + latency_column(s.seed, F.col("stream"), seq - 1, s.latency_us, d)
+        )
+        done = F.when(pair_second & (seq < a - 1), previous_ack - 1).otherwise(done)
+    reordered_first = (seq % every == every - 2) & (seq + 1 < a - 1) if every else F.lit(False)
     return df.select(
         "*",
         send.cast("long").alias("send_us"),
@@ -97,6 +121,7 @@ def with_timing(df: DataFrame, plan: Plan) -> DataFrame:
         F.when(timed_out, "nack").otherwise("ack").alias("outcome"),
         F.when(timed_out, "Timeout").alias("error"),
         is_before.alias("before_fault"),
+        reordered_first.alias("ack_recorded_after_next"),
         resent.alias("resend"),
     )
 
@@ -122,12 +147,19 @@ def with_storage(df: DataFrame, plan: Plan) -> DataFrame:
         F.when(in_epoch1, F.array(copy1)).otherwise(none),
     )
     dropped = F.col("resend") & F.lit(s.dedup) & in_epoch0 & ~in_epoch1
-    no_id = F.struct(F.lit(-1).cast("long").alias("ledger_id"), F.lit(-1).cast("long").alias("entry_id"))
+    no_id = F.struct(
+        F.lit(-1).cast("long").alias("ledger_id"), F.lit(-1).cast("long").alias("entry_id")
+    )
     ack_id = (
         F.when(F.col("outcome") == "nack", F.lit(None))
-        .when(F.col("before_fault"), F.struct(copy0["ledger_id"].alias("ledger_id"), copy0["entry_id"].alias("entry_id")))
+        .when(
+            F.col("before_fault"),
+            F.struct(copy0["ledger_id"].alias("ledger_id"), copy0["entry_id"].alias("entry_id")),
+        )
         .when(dropped, no_id)
-        .otherwise(F.struct(copy1["ledger_id"].alias("ledger_id"), copy1["entry_id"].alias("entry_id")))
+        .otherwise(
+            F.struct(copy1["ledger_id"].alias("ledger_id"), copy1["entry_id"].alias("entry_id"))
+        )
     )
     return df.select(
         "stream",
@@ -139,4 +171,5 @@ def with_storage(df: DataFrame, plan: Plan) -> DataFrame:
         ack_id.alias("ack_id"),
         copies.alias("copies"),
         dropped.alias("dedup_dropped"),
+        "ack_recorded_after_next",
     )

@@ -106,7 +106,11 @@ def _available_after(s: Scenario, rng: random.Random) -> int:
 def _stream_plan(s: Scenario, stream: int, t_fault: int, reconnect_us: int) -> StreamPlan:
     f = s.fault_seq
     a = f
-    while a > 0 and send_time(s, a - 1) + latency(s.seed, stream, a - 1, s.latency_us, s.interval_us) > t_fault:
+    while (
+        a > 0
+        and send_time(s, a - 1) + latency(s.seed, stream, a - 1, s.latency_us, s.interval_us)
+        > t_fault
+    ):
         a -= 1
     persisted = 0
     if s.name in ("kill-broker", "isolate-broker"):  # an unload fails its pending adds
@@ -140,8 +144,13 @@ def _stream_plan(s: Scenario, stream: int, t_fault: int, reconnect_us: int) -> S
 
 
 def _quiet_stream(s: Scenario, stream: int) -> StreamPlan:
-    return StreamPlan(stream=stream, a=s.messages, new_lo=s.messages, t_resume=send_time(s, s.messages),
-                      epoch0_ledgers=-(-s.messages // s.entries_per_ledger))
+    return StreamPlan(
+        stream=stream,
+        a=s.messages,
+        new_lo=s.messages,
+        t_resume=send_time(s, s.messages),
+        epoch0_ledgers=-(-s.messages // s.entries_per_ledger),
+    )
 
 
 def build_plan(s: Scenario) -> Plan:
@@ -161,27 +170,49 @@ def build_plan(s: Scenario) -> Plan:
         else:
             waited, delays = reconnect_after(rng, available)
         connect = rng.randrange(1_000, 3_000)
-        reconnect = {"attempts": len(delays), "delays_us": delays, "available_after_us": available,
-                     "reconnect_after_us": waited + connect}
+        reconnect = {
+            "attempts": len(delays),
+            "delays_us": delays,
+            "available_after_us": available,
+            "reconnect_after_us": waited + connect,
+        }
         new_owner = rng.choice([b for b in brokers if b != first_owner])
         owners.append({"from_us": t_fault + available, "broker": new_owner})
         streams = [_stream_plan(s, k, t_fault, waited + connect) for k in range(s.streams)]
         action = {"isolate-broker": "isolate-broker-from-zk"}.get(s.name, s.name)
         started = t_fault - s.session_timeout_us if s.name == "isolate-broker" else t_fault
-        faults.append({"action": action, "target": first_owner, "ts_us": started,
-                       "effect_us": t_fault, "new_owner": new_owner})
+        faults.append(
+            {
+                "action": action,
+                "target": first_owner,
+                "ts_us": started,
+                "effect_us": t_fault,
+                "new_owner": new_owner,
+            }
+        )
     else:
         streams = [_quiet_stream(s, k) for k in range(s.streams)]
-    fragments, killed, returned, recovery = _bookie_layout(s, rng, bookies, streams, t_fault, faults)
+    fragments, killed, returned, recovery = _bookie_layout(
+        s, rng, bookies, streams, t_fault, faults
+    )
     return Plan(s, streams, owners, fragments, killed, returned, reconnect, faults, recovery)
 
 
-def _bookie_layout(s: Scenario, rng: random.Random, bookies: list[str], streams: list[StreamPlan],
-                   t_fault: int, faults: list[dict[str, Any]]):  # noqa: ANN202
+def _bookie_layout(
+    s: Scenario,
+    rng: random.Random,
+    bookies: list[str],
+    streams: list[StreamPlan],
+    t_fault: int,
+    faults: list[dict[str, Any]],
+):  # noqa: ANN202
     """Ledgers' fragments and ensembles; the bookie fault splits the ledger being written."""
     stream = streams[0]
-    ledgers = stream.epoch0_ledgers + (0 if stream.new_lo >= s.messages else
-                                       -(-(s.messages - stream.new_lo) // s.entries_per_ledger))
+    ledgers = stream.epoch0_ledgers + (
+        0
+        if stream.new_lo >= s.messages
+        else -(-(s.messages - stream.new_lo) // s.entries_per_ledger)
+    )
     fault_ledger, fault_entry = divmod(s.fault_seq + 1, s.entries_per_ledger)
     killed: list[str] = []
     fragments: list[Fragment] = []
@@ -192,20 +223,32 @@ def _bookie_layout(s: Scenario, rng: random.Random, bookies: list[str], streams:
         ensemble = rng.sample([b for b in bookies if b not in down], s.ensemble)
         if s.name in BOOKIE_FAULTS and index == fault_ledger and fault_entry < size:
             if s.name == "kill-qw-bookies":
-                killed = [ensemble[(fault_entry - 1 + j) % s.ensemble] for j in range(s.write_quorum)]
+                killed = [
+                    ensemble[(fault_entry - 1 + j) % s.ensemble] for j in range(s.write_quorum)
+                ]
             elif s.name == "isolate-bookie":
                 killed = []
             else:
                 killed = rng.sample(ensemble, s.kill_count)
             target = killed or [rng.choice(ensemble)]
-            faults.append({"action": {"isolate-bookie": "isolate-bookie-from-zk"}.get(s.name, "kill-bookie"),
-                           "target": ",".join(target), "ts_us": t_fault, "effect_us": t_fault})
+            faults.append(
+                {
+                    "action": {"isolate-bookie": "isolate-bookie-from-zk"}.get(
+                        s.name, "kill-bookie"
+                    ),
+                    "target": ",".join(target),
+                    "ts_us": t_fault,
+                    "effect_us": t_fault,
+                }
+            )
             if killed:
                 down = set(killed)
                 fragments.append(Fragment(index, 0, fault_entry, ensemble))
                 available = [b for b in bookies if b not in down and b not in ensemble]
-                replaced = [b if b not in down else available.pop(rng.randrange(len(available)))
-                            for b in ensemble]
+                replaced = [
+                    b if b not in down else available.pop(rng.randrange(len(available)))
+                    for b in ensemble
+                ]
                 fragments.append(Fragment(index, fault_entry, s.entries_per_ledger, replaced))
                 continue
         fragments.append(Fragment(index, 0, s.entries_per_ledger, ensemble))
@@ -213,11 +256,18 @@ def _bookie_layout(s: Scenario, rng: random.Random, bookies: list[str], streams:
         lost = [b for b in fragment.ensemble if b in killed]
         if lost:
             possible = len(lost) < s.ack_quorum and len(lost) < s.write_quorum
-            recovery.append({"ledger_index": fragment.ledger, "first_entry": fragment.first_entry,
-                             "lost_bookies": lost, "re_replicable": possible,
-                             "why": "a readable copy survives and the ledger can be closed" if possible
-                             else f"{len(lost)} of the ensemble lost with Qa={s.ack_quorum}: close "
-                                  "cannot decide the last entry (or no copy survives)"})
+            recovery.append(
+                {
+                    "ledger_index": fragment.ledger,
+                    "first_entry": fragment.first_entry,
+                    "lost_bookies": lost,
+                    "re_replicable": possible,
+                    "why": "a readable copy survives and the ledger can be closed"
+                    if possible
+                    else f"{len(lost)} of the ensemble lost with Qa={s.ack_quorum}: close "
+                    "cannot decide the last entry (or no copy survives)",
+                }
+            )
     returned = s.name == "kill-qw-bookies"
     return fragments, killed, returned, recovery
 

@@ -56,6 +56,8 @@ class Scenario:
     entries_per_ledger: int = 50_000
     redeliver_every: int = 500  # sub-1 fails to ack one message in this many (0: never)
     early_stop: float = 0.0  # >0: a reader that stops after this fraction, without `end`
+    auto_skip: bool = False  # add a reader on a broker with autoSkipNonRecoverableData=true
+    callback_reorder_every: int = 0  # >0: the harness records 1 ack pair in N out of order
     topic: str = "persistent://public/default/sim"
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -118,9 +120,13 @@ def validate(s: Scenario) -> Scenario:
     if s.messages < 10:
         raise UsageError(f"--messages must be >= 10, got {s.messages}")
     if s.latency_us <= s.interval_us:
-        raise UsageError("latency_us must exceed interval_us (the producer always has a message in flight)")
+        raise UsageError(
+            "latency_us must exceed interval_us (the producer always has a message in flight)"
+        )
     if s.in_flight * s.interval_us >= s.send_timeout_us:
         raise UsageError("in_flight × interval_us must be below the send timeout")
+    if s.callback_reorder_every == 1 or s.callback_reorder_every < 0:
+        raise UsageError("callback_reorder_every must be 0 (off) or >= 2")
     if not 0 < s.fault_at < 1:
         raise UsageError(f"fault_at must be in (0, 1), got {s.fault_at}")
     return s

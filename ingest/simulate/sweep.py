@@ -34,8 +34,14 @@ def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
-def run_sweep(spark: SparkSession, grid_file: str | Path, out: str | Path, threshold_ms: int,
-              ladder: list[int], limit: int | None = None) -> dict[str, Any]:
+def run_sweep(
+    spark: SparkSession,
+    grid_file: str | Path,
+    out: str | Path,
+    threshold_ms: int,
+    ladder: list[int],
+    limit: int | None = None,
+) -> dict[str, Any]:
     """Simulate each grid combination into out/<run_id>/; write out/manifest.json."""
     from ingest.simulate.cli import scenario_from
     from ingest.simulate.run import simulate_run
@@ -57,11 +63,21 @@ def run_sweep(spark: SparkSession, grid_file: str | Path, out: str | Path, thres
             continue
         truth = simulate_run(spark, scenario, root / scenario.run_id, threshold_ms, ladder)
         done += 1
-        entries.append({
-            "run_id": scenario.run_id, "folder": scenario.run_id, "values": values,
-            "runs": truth["runs"], "outages": len(truth["outages"]),
-            "anomaly_blocks": len(truth["anomalies"]), "generate_s": truth["generate_s"],
-        })
+        entries.append(
+            {
+                "run_id": scenario.run_id,
+                "folder": scenario.run_id,
+                "values": values,
+                "runs": truth["runs"],
+                "outages": len(truth["outages"]),
+                "anomaly_blocks": len(truth["anomalies"]),
+                "generate_s": truth["generate_s"],
+            }
+        )
     manifest = root / MANIFEST
     manifest.write_text(json.dumps({"grid": str(grid_file), "runs": entries}, indent=1) + "\n")
-    return {"done": done, "skipped": sum(1 for e in entries if "skipped" in e), "manifest": str(manifest)}
+    return {
+        "done": done,
+        "skipped": sum(1 for e in entries if "skipped" in e),
+        "manifest": str(manifest),
+    }

@@ -42,13 +42,20 @@ def producer_lines(messages: DataFrame, plan: Plan) -> DataFrame:
     partitioned = bool(plan.scenario.partitions)
     client = producer_name(F.col("stream"), partitioned).alias("client")
     send = F.struct(
-        *_common(plan, "producer"), client, F.lit("send").alias("event"),
-        _ts(F.col("send_us")).alias("ts"), F.col("seq").alias("seq"),
+        *_common(plan, "producer"),
+        client,
+        F.lit("send").alias("event"),
+        _ts(F.col("send_us")).alias("ts"),
+        F.col("seq").alias("seq"),
     )
     done = F.struct(
-        *_common(plan, "producer"), client, F.col("outcome").alias("event"),
-        _ts(F.col("done_us")).alias("ts"), F.col("seq").alias("seq"),
-        F.col("ack_id.ledger_id").alias("ledger_id"), F.col("ack_id.entry_id").alias("entry_id"),
+        *_common(plan, "producer"),
+        client,
+        F.col("outcome").alias("event"),
+        _ts(F.col("done_us")).alias("ts"),
+        F.col("seq").alias("seq"),
+        F.col("ack_id.ledger_id").alias("ledger_id"),
+        F.col("ack_id.entry_id").alias("entry_id"),
         F.when(F.col("outcome") == "ack", F.lit(-1)).alias("batch_index"),
         F.col("error").alias("error"),
     )
@@ -81,8 +88,12 @@ def end_event(plan: Plan, consumer: Consumer, index: int) -> dict[str, Any]:
     s = plan.scenario
     event_index = (2 * (2 * s.messages + REDELIVERY_LAG) + 2) * s.streams
     return {
-        "run_id": s.run_id, "topic": s.topic, "role": "consumer", "client": consumer.name,
-        "event": "end", "subscription": consumer.subscription,
+        "run_id": s.run_id,
+        "topic": s.topic,
+        "role": "consumer",
+        "client": consumer.name,
+        "event": "end",
+        "subscription": consumer.subscription,
         "ts": (read_start_us(plan, index) + event_index * READ_STEP_US) / 1000,
         "event_index": event_index,
     }
@@ -93,26 +104,42 @@ def run_events(plan: Plan) -> list[dict[str, Any]]:
     s = plan.scenario
     base = {"run_id": s.run_id, "topic": s.topic, "role": "run", "client": "simulator"}
     config = {
-        **base, "event": "config", "ts": (T0_US - 2 * s.session_timeout_us - 1_000_000) / 1000,
-        "ensemble_size": s.ensemble, "write_quorum": s.write_quorum, "ack_quorum": s.ack_quorum,
-        "brokers": s.brokers, "bookies": s.bookies, "deduplication": s.dedup,
+        **base,
+        "event": "config",
+        "ts": (T0_US - 2 * s.session_timeout_us - 1_000_000) / 1000,
+        "ensemble_size": s.ensemble,
+        "write_quorum": s.write_quorum,
+        "ack_quorum": s.ack_quorum,
+        "brokers": s.brokers,
+        "bookies": s.bookies,
+        "deduplication": s.dedup,
         "scenario": s.name if s.name != "kill-bookies" else f"kill-bookies:{s.kill_count}",
-        "seed": s.seed, "simulated": True,
+        "seed": s.seed,
+        "simulated": True,
     }
     chaos = [
-        {**base, "event": "chaos", "ts": f["ts_us"] / 1000, "action": f["action"], "target": f["target"]}
+        {
+            **base,
+            "event": "chaos",
+            "ts": f["ts_us"] / 1000,
+            "action": f["action"],
+            "target": f["target"],
+        }
         for f in plan.faults
     ]
     return [config, *chaos]
 
 
-def write_trace(spark: SparkSession, lines: DataFrame, small: list[dict[str, Any]], out: Path,
-                run_id: str) -> list[Path]:
+def write_trace(
+    spark: SparkSession, lines: DataFrame, small: list[dict[str, Any]], out: Path, run_id: str
+) -> list[Path]:
     """Write `lines` plus the `small` driver-built events as trace-<run>-NNNNN.jsonl.gz files."""
     extra = spark.createDataFrame([(json.dumps(e),) for e in small], "value string")
     staging = out / "_spark"
     shutil.rmtree(staging, ignore_errors=True)
-    lines.unionByName(extra).write.mode("overwrite").option("compression", "gzip").text(str(staging))
+    lines.unionByName(extra).write.mode("overwrite").option("compression", "gzip").text(
+        str(staging)
+    )
     written = []
     for n, part in enumerate(sorted(staging.glob("part-*.txt.gz"))):
         target = out / f"trace-{run_id}-{n:05d}.jsonl.gz"

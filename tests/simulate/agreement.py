@@ -5,8 +5,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-RUN_FIELDS = ("subscription", "sent", "acked", "nacked", "received", "lost", "unseen",
-              "unacked_received", "duplicated", "redelivered", "out_of_order", "valid")
+RUN_FIELDS = (
+    "subscription",
+    "sent",
+    "acked",
+    "nacked",
+    "received",
+    "lost",
+    "unseen",
+    "unacked_received",
+    "duplicated",
+    "redelivered",
+    "out_of_order",
+    "poll_skip",
+    "nonmonotonic_send",
+    "valid",
+)
 BLOCK_FIELDS = ("subscription", "partition", "producer", "kind", "seq_from", "seq_to", "count")
 
 
@@ -25,7 +39,9 @@ def disagreements(report: dict[str, Any], truth: dict[str, Any]) -> list[str]:
     for sub in sorted(set(got_runs) | set(want_runs)):
         got, want = got_runs.get(sub), want_runs.get(sub)
         if got is None or want is None:
-            found.append(f"{run_id} {sub}: subscription only in {'truth' if got is None else 'report'}")
+            found.append(
+                f"{run_id} {sub}: subscription only in {'truth' if got is None else 'report'}"
+            )
             continue
         for field in RUN_FIELDS:
             if got[field] != want[field]:
@@ -37,7 +53,13 @@ def disagreements(report: dict[str, Any], truth: dict[str, Any]) -> list[str]:
         found.append(f"{run_id}: block only in analyze {dict(zip(BLOCK_FIELDS, block))}")
     for block in sorted(want_blocks - got_blocks, key=str):
         found.append(f"{run_id}: block only in truth {dict(zip(BLOCK_FIELDS, block))}")
-    outage = lambda o: (o["partition"], o["producer"], _micros(o["start"]), _micros(o["end"]), o["backoff_step"])  # noqa: E731
+    outage = lambda o: (
+        o["partition"],
+        o["producer"],
+        _micros(o["start"]),
+        _micros(o["end"]),
+        o["backoff_step"],
+    )  # noqa: E731
     got_outages = sorted(outage(o) for o in report["outages"] if o["run_id"] == run_id)
     want_outages = sorted(outage(o) for o in truth["outages"])
     if got_outages != want_outages:
