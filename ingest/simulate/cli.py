@@ -124,6 +124,7 @@ def scenario_from(values: dict[str, Any]):  # noqa: ANN201 - returns a Scenario
         entries_per_ledger=int(v.get("entries_per_ledger", 50_000)),
         early_stop=float(v.get("early_stop", 0.0)),
         auto_skip=bool(v.get("auto_skip", False)),
+        redeliver_every=int(v.get("redeliver_every", 500)),
         callback_reorder_every=int(v.get("callback_reorder_every", 0)),
     )
 

@@ -36,9 +36,7 @@ class Consumer:
     bookies_down: tuple[str, ...]
     redeliver: bool = False
     stop_fraction: float = 0.0  # 0: reads until blocked or the end
-    skip_unreadable: bool = (
-        False  # the broker skips unreadable entries (autoSkipNonRecoverableData)
-    )
+    skip_unreadable: bool = False  # autoSkipNonRecoverableData: skips unreadable entries
 
 
 def consumers(plan: Plan) -> list[Consumer]:
@@ -120,6 +118,9 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
     got = copies.join(F.broadcast(stops), ["stream"], how="inner").filter(
         F.col("pos") < F.col("stop_pos")
     )
+    if consumer.skip_unreadable:
+        fields = F.struct(*[F.col(c) for c in copies.columns])
+        got = got.filter(~is_unreadable(plan, consumer.bookies_down, fields))
     first = got.select(
         "stream",
         "seq",

@@ -36,7 +36,8 @@ LOGGERS = {
     "LockManagerImpl": "org.apache.pulsar.metadata.coordination.impl.LockManagerImpl",
     "ZKSessionWatcher": "org.apache.pulsar.metadata.impl.ZKSessionWatcher",
     "PulsarService": "org.apache.pulsar.broker.PulsarService",
-    "ServiceUnitStateChannelImpl": "org.apache.pulsar.broker.loadbalance.extensions.channel.ServiceUnitStateChannelImpl",
+    "ServiceUnitStateChannelImpl": "org.apache.pulsar.broker.loadbalance.extensions.channel."
+    "ServiceUnitStateChannelImpl",
     "Auditor": "org.apache.bookkeeper.replication.Auditor",
     "ReplicationWorker": "org.apache.bookkeeper.replication.ReplicationWorker",
     "MessageDeduplication": "org.apache.pulsar.broker.service.persistent.MessageDeduplication",

@@ -1,4 +1,4 @@
-"""`simulate run`: plan → per-message truth (Spark) → trace files + truth.json (+ logs, ZooKeeper)."""
+"""`simulate run`: plan → per-message truth (Spark) → trace files, logs, ZooKeeper, truth.json."""
 
 from __future__ import annotations
 
@@ -183,7 +183,7 @@ def _anomalies(
         block.update(
             partition=stream if partitioned else -1,
             producer=producer_name(stream, partitioned),
-            cause=cause_of(plan, block["kind"], by_subscription[block["subscription"]]),
+            cause=cause_of(plan, block["kind"], by_subscription.get(block["subscription"])),
         )
     return found
 

@@ -12,7 +12,6 @@ from ingest.simulate.infra import (
     ledger_path,
     managed_ledger,
     topic_name,
-    under_replicated_path,
     zk_row,
 )
 from ingest.simulate.plan import Plan, send_time
@@ -50,7 +49,8 @@ def tell(plan: Plan) -> Story:
             T0_US - 60_000 * MS,
             name,
             "BrokerService",
-            f"Started Pulsar Broker service on /{_broker_addr(name)}:6650, TLS: (none), listener: (none)",
+            f"Started Pulsar Broker service on /{_broker_addr(name)}:6650, "
+            "TLS: (none), listener: (none)",
         )
         story.zk.append(
             zk_row(
@@ -179,7 +179,8 @@ def _owner_change(story: Story, fault: dict[str, Any], recovered: bool) -> None:
                 "client",
                 "client",
                 "HandlerBase:186",
-                f"[{topic_name(plan, stream)}, {name}] Schedule reconnection in {delay / 1e6:.3g} s",
+                f"[{topic_name(plan, stream)}, {name}] "
+                f"Schedule reconnection in {delay / 1e6:.3g} s",
             )
             t += delay
         story.log(
@@ -231,7 +232,8 @@ def _unload(story: Story, fault: dict[str, Any]) -> None:
         t + took // 2,
         old,
         "OwnedBundle",
-        f"Unloading {BUNDLE} namespace-bundle with {story.plan.scenario.streams} topics completed in "
+        f"Unloading {BUNDLE} namespace-bundle with {story.plan.scenario.streams} "
+        "topics completed in "
         f"{took / 2000:.1f} ms",
     )
     story.broker(
@@ -248,14 +250,15 @@ def _transfer(story: Story, fault: dict[str, Any]) -> None:
         t + took,
         old,
         "ServiceUnitStateChannelImpl",
-        f"Unloading bundle:{BUNDLE} with {story.plan.scenario.streams} topics completed in {took / 1000:.1f} ms",
+        f"Unloading bundle:{BUNDLE} with {story.plan.scenario.streams} topics "
+        f"completed in {took / 1000:.1f} ms",
     )
     story.zk.append(zk_row(t, f"/namespace/{BUNDLE}", "delete"))
     _owner_change(story, fault, recovered=False)
 
 
 def _broker_gone(story: Story, fault: dict[str, Any], isolated: bool) -> None:
-    plan, s = story.plan, story.plan.scenario
+    s = story.plan.scenario
     old, t = fault["target"], fault["effect_us"]
     expired = t if isolated else t + s.session_timeout_us
     if isolated:
@@ -275,94 +278,13 @@ def _broker_gone(story: Story, fault: dict[str, Any], isolated: bool) -> None:
     _owner_change(story, fault, recovered=True)
 
 
-def _bookie_fault(story: Story, fault: dict[str, Any]) -> None:
-    plan, s = story.plan, story.plan.scenario
-    t = fault["effect_us"]
-    targets = fault["target"].split(",")
-    expired = t + s.session_timeout_us
-    owner = plan.owners[0]["broker"]
-    if fault["action"] == "isolate-bookie-from-zk":
-        story.log(
-            t + 2_000 * MS,
-            "bookie",
-            targets[0],
-            "ZooKeeperWatcherBase",
-            "ZooKeeper client connection to the ZooKeeper server has expired!",
-            "ERROR",
-        )
-    for bookie in targets:
-        story.broker(
-            expired,
-            owner,
-            "PulsarRegistrationClient",
-            f"Bookie {_bookie(bookie)} deleted. path: /ledgers/available/{_bookie(bookie)}",
-        )
-        story.zk.append(zk_row(expired, f"/ledgers/available/{_bookie(bookie)}", "delete"))
-    if fault["action"] != "kill-bookie":
-        return
-    split = [f for f in plan.fragments if f.first_entry > 0]
-    for fragment in split:
-        for stream in range(s.streams):
-            ledger = plan.ledger_id(fragment.ledger, stream)
-            ensemble = ", ".join(_bookie(b) for b in fragment.ensemble)
-            for n, bookie in enumerate(targets):
-                story.broker(
-                    t + MS,
-                    owner,
-                    "PendingAddOp",
-                    f"Failed to write entry ({ledger}, {fragment.first_entry}) to bookie ({n}, "
-                    f"{_bookie(bookie)}): Bookie handle is not available",
-                    "WARN",
-                )
-            story.broker(
-                t + 5 * MS,
-                owner,
-                "LedgerHandle",
-                f"New Ensemble: [{ensemble}] for ledger: {ledger}",
-            )
-            story.zk.append(
-                zk_row(
-                    t + 5 * MS,
-                    ledger_path(ledger),
-                    "change",
-                    {"state": "OPEN", "segment_count": 2, "ensemble": ensemble},
-                    1,
-                )
-            )
-    for recovery in plan.autorecovery:
-        for stream in range(s.streams):
-            ledger = plan.ledger_id(recovery["ledger_index"], stream)
-            lost = ", ".join(_bookie(b) for b in recovery["lost_bookies"])
-            story.log(
-                expired + 1_000 * MS,
-                "bookie",
-                "autorecovery",
-                "Auditor",
-                f"Following ledgers: [{ledger}] of bookie: [{lost}] are identified as underreplicated",
-            )
-            story.zk.append(
-                zk_row(
-                    expired + 1_000 * MS, under_replicated_path(ledger), "create", {"replica": lost}
-                )
-            )
-            if recovery["re_replicable"]:
-                story.log(
-                    expired + 9_000 * MS,
-                    "bookie",
-                    "autorecovery",
-                    "ReplicationWorker",
-                    f"Ledger replicated successfully. ledger id is: {ledger}",
-                )
-                story.zk.append(
-                    zk_row(expired + 9_000 * MS, under_replicated_path(ledger), "delete")
-                )
-
+from ingest.simulate.story_bookies import bookie_fault  # noqa: E402 (needs Story above)
 
 _FAULTS = {
     "unload": _unload,
     "transfer": _transfer,
     "kill-broker": lambda story, f: _broker_gone(story, f, isolated=False),
     "isolate-broker-from-zk": lambda story, f: _broker_gone(story, f, isolated=True),
-    "kill-bookie": _bookie_fault,
-    "isolate-bookie-from-zk": _bookie_fault,
+    "kill-bookie": bookie_fault,
+    "isolate-bookie-from-zk": bookie_fault,
 }

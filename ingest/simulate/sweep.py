@@ -13,6 +13,11 @@ from pyspark.sql import SparkSession
 from pulsar_audit.errors import InputError, UsageError
 
 MANIFEST = "manifest.json"
+SMALL_RUN_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
 
 
 def load_grid(path: str | Path) -> dict[str, list[Any]]:
@@ -31,7 +36,10 @@ def load_grid(path: str | Path) -> dict[str, list[Any]]:
 
 def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     keys = sorted(grid)
-    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+    return [
+        dict(zip(keys, values, strict=True))
+        for values in itertools.product(*(grid[k] for k in keys))
+    ]
 
 
 def run_sweep(
@@ -49,6 +57,9 @@ def run_sweep(
 
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
+    # Many small runs: per-job overhead dominates, so few shuffle partitions and no codegen.
+    for key, value in SMALL_RUN_CONF.items():
+        spark.conf.set(key, value)
     entries: list[dict[str, Any]] = []
     done = 0
     for n, values in enumerate(combinations(load_grid(grid_file))):

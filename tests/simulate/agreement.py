@@ -30,6 +30,15 @@ def _micros(value: Any) -> int:
     return round(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1_000_000)
 
 
+def _block(anomaly: dict[str, Any]) -> tuple:
+    return tuple(anomaly[f] for f in BLOCK_FIELDS)
+
+
+def _outage(outage: dict[str, Any]) -> tuple:
+    start, end = _micros(outage["start"]), _micros(outage["end"])
+    return outage["partition"], outage["producer"], start, end, outage["backoff_step"]
+
+
 def disagreements(report: dict[str, Any], truth: dict[str, Any]) -> list[str]:
     """Every difference between the product's report and the truth, as readable lines."""
     run_id = truth["run_id"]
@@ -46,22 +55,16 @@ def disagreements(report: dict[str, Any], truth: dict[str, Any]) -> list[str]:
         for field in RUN_FIELDS:
             if got[field] != want[field]:
                 found.append(f"{run_id} {sub}: {field} analyze={got[field]} truth={want[field]}")
-    key = lambda a: tuple(a[f] for f in BLOCK_FIELDS)  # noqa: E731
-    got_blocks = {key(a) for a in report["anomalies"] if a["run_id"] == run_id}
-    want_blocks = {key(a) for a in truth["anomalies"]}
+    got_blocks = {_block(a) for a in report["anomalies"] if a["run_id"] == run_id}
+    want_blocks = {_block(a) for a in truth["anomalies"]}
     for block in sorted(got_blocks - want_blocks, key=str):
-        found.append(f"{run_id}: block only in analyze {dict(zip(BLOCK_FIELDS, block))}")
+        found.append(
+            f"{run_id}: block only in analyze {dict(zip(BLOCK_FIELDS, block, strict=True))}"
+        )
     for block in sorted(want_blocks - got_blocks, key=str):
-        found.append(f"{run_id}: block only in truth {dict(zip(BLOCK_FIELDS, block))}")
-    outage = lambda o: (
-        o["partition"],
-        o["producer"],
-        _micros(o["start"]),
-        _micros(o["end"]),
-        o["backoff_step"],
-    )  # noqa: E731
-    got_outages = sorted(outage(o) for o in report["outages"] if o["run_id"] == run_id)
-    want_outages = sorted(outage(o) for o in truth["outages"])
+        found.append(f"{run_id}: block only in truth {dict(zip(BLOCK_FIELDS, block, strict=True))}")
+    got_outages = sorted(_outage(o) for o in report["outages"] if o["run_id"] == run_id)
+    want_outages = sorted(_outage(o) for o in truth["outages"])
     if got_outages != want_outages:
         found.append(f"{run_id}: outages analyze={got_outages} truth={want_outages}")
     return found

@@ -57,7 +57,7 @@ def test_plan_is_deterministic_for_a_seed():
 
 
 def test_kill_broker_times_out_the_pending_window():
-    """Reconnect after the 30 s session expires → everything pending times out (send timeout 30 s)."""
+    """Reconnect after the 30 s session expires → the pending window times out (30 s)."""
     plan = build_plan(Scenario("kill-broker", "r", messages=4000, ack_return_us=1500))
     stream = plan.streams[0]
     assert stream.t_reconnect - stream.t_fault > 30_000_000
