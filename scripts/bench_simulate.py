@@ -46,8 +46,14 @@ def main() -> None:
     config = load_config("local", lakehouse=str(work / "lakehouse"))
     spark = get_spark(config)
     scenario = scenario_from(
-        {"scenario": args.scenario, "config": args.config, "messages": args.messages,
-         "bookies": 5, "ack_return_us": 1500, "redeliver_every": 0}
+        {
+            "scenario": args.scenario,
+            "config": args.config,
+            "messages": args.messages,
+            "bookies": 5,
+            "ack_return_us": 1500,
+            "redeliver_every": 0,
+        }
     )
     started = time.monotonic()
     truth = simulate_run(spark, scenario, work / "run")

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest.simulate.backoff import latency_column
-from ingest.simulate.plan import BURST_STEP_US, Plan
+from ingest.simulate.plan import BURST_STEP_US, LEDGER_BASE, Plan
 from ingest.simulate.scenario import T0_US
 
 # A stored copy: the MessageId and its place in the stream's storage order (a reader's order).
@@ -51,7 +51,7 @@ def stream_plans(spark: SparkSession, plan: Plan) -> DataFrame:
 
 def _copy(plan: Plan, ledger_index: Column, entry: Column, pos: Column) -> Column:
     streams = plan.scenario.streams
-    ledger_id = F.lit(10) + ledger_index * F.lit(streams) + F.col("stream")
+    ledger_id = F.lit(LEDGER_BASE) + ledger_index * F.lit(streams) + F.col("stream")
     return F.struct(
         ledger_id.cast("long").alias("ledger_id"),
         entry.cast("long").alias("entry_id"),
