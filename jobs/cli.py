@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ingest import cli as ingest_cli
     from ingest import zk_cli
     from ingest.pulsar import cli as pulsar_cli
+    from ingest.simulate import cli as simulate_cli
     from pipelines import cli as pipelines_cli
     from serve import cli as serve_cli
 
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         zk_cli.register,
         pipelines_cli.register,
         pulsar_cli.register,
+        simulate_cli.register,
         serve_cli.register,
     ):
         register(sub, common)

@@ -89,7 +89,11 @@ def build_findings(
 ) -> tuple[DataFrame, DataFrame]:
     """gold.anomalies and gold.outages (detectors leave `causes` empty for correlation)."""
     anomalies = detect_anomalies(
-        silver.message_history, silver.delivery, shared.subscriptions, shared.deduplication
+        silver.message_history,
+        silver.delivery,
+        shared.subscriptions,
+        shared.deduplication,
+        bronze.producer_events,
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)
 

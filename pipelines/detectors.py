@@ -19,10 +19,22 @@ from pipelines.common import (
     was_or_were,
 )
 from pipelines.duplicates import detect_duplicated
+from pipelines.jepsen import detect_nonmonotonic_send, detect_poll_skip
 
 SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 # Violations make a run invalid; unseen and unacked_received are reported, not violations.
-KINDS = ["lost", "unseen", "duplicated", "redelivered", "out_of_order", "unacked_received"]
+KINDS = [
+    "lost",
+    "unseen",
+    "duplicated",
+    "redelivered",
+    "out_of_order",
+    "unacked_received",
+    "poll_skip",
+    "nonmonotonic_send",
+]
+# Kinds seen by a producer, not a subscription: counted for every subscription of the topic.
+PRODUCER_KINDS = ["nonmonotonic_send"]
 
 
 def delivered_messages(delivery: DataFrame) -> DataFrame:
@@ -187,16 +199,21 @@ def detect_anomalies(
     delivery: DataFrame,
     subscriptions: DataFrame,
     deduplication: DataFrame,
+    producer_events: DataFrame | None = None,
 ) -> DataFrame:
     """gold.anomalies: every detector's rows.
 
     subscriptions: from `pipelines.silver.subscriptions`; deduplication: from
-    `pipelines.duplicates.run_deduplication`.
+    `pipelines.duplicates.run_deduplication`; producer_events (bronze): for non-monotonic send.
     """
-    return (
+    found = (
         detect_lost_or_unseen(message_history, delivery, subscriptions)
         .unionByName(detect_duplicated(message_history, delivery, deduplication))
         .unionByName(detect_redelivered(delivery))
         .unionByName(detect_out_of_order(delivery))
         .unionByName(detect_unacked_received(message_history, delivery))
+        .unionByName(detect_poll_skip(message_history, delivery))
     )
+    if producer_events is None:
+        return found
+    return found.unionByName(detect_nonmonotonic_send(producer_events))

@@ -23,6 +23,8 @@ RUN_FIELDS = (
     "duplicated",
     "redelivered",
     "out_of_order",
+    "poll_skip",
+    "nonmonotonic_send",
     "valid",
 )
 OUTAGE_FIELDS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.detectors import KINDS
+from pipelines.detectors import KINDS, PRODUCER_KINDS
 from pulsar_audit.schemas import RUN_SUMMARY, conform
 
 SUBSCRIPTION_KEY = ["run_id", "topic", "subscription"]
@@ -27,7 +27,7 @@ def _counts(
     delivery: DataFrame,
     anomalies: DataFrame,
     outages: DataFrame,
-) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
+) -> tuple[DataFrame, DataFrame, tuple[DataFrame, DataFrame], DataFrame]:
     """Per-topic message counts, per-subscription received and anomaly counts, outages."""
     per_topic = message_history.groupBy("run_id", "topic").agg(
         *[F.sum(F.col(c).cast("long")).alias(c) for c in ("sent", "acked", "nacked")]
@@ -36,9 +36,14 @@ def _counts(
         F.count_distinct("partition", "producer", "seq").alias("received")
     )
     is_kind = {kind: F.col("kind") == kind for kind in KINDS}
-    per_kind = anomalies.groupBy(*SUBSCRIPTION_KEY).agg(
-        *[F.sum(F.when(is_kind[k], F.col("count"))).alias(k) for k in KINDS]
+    subscription_kinds = [k for k in KINDS if k not in PRODUCER_KINDS]
+    per_subscription = anomalies.groupBy(*SUBSCRIPTION_KEY).agg(
+        *[F.sum(F.when(is_kind[k], F.col("count"))).alias(k) for k in subscription_kinds]
     )
+    per_producer_topic = anomalies.groupBy("run_id", "topic").agg(
+        *[F.sum(F.when(is_kind[k], F.col("count"))).alias(k) for k in PRODUCER_KINDS]
+    )
+    per_kind = (per_subscription, per_producer_topic)
     outage_counts = outages.groupBy("run_id", "topic").agg(F.count("*").alias("outages"))
     return per_topic, received, per_kind, outage_counts
 
@@ -54,6 +59,11 @@ def _reasons() -> Column:
         F.when(
             F.col("out_of_order") > 0,
             F.format_string("out_of_order=%d", F.col("out_of_order")),
+        ),
+        F.when(F.col("poll_skip") > 0, F.format_string("poll_skip=%d", F.col("poll_skip"))),
+        F.when(
+            F.col("nonmonotonic_send") > 0,
+            F.format_string("nonmonotonic_send=%d", F.col("nonmonotonic_send")),
         ),
         F.when(
             (F.col("duplicated") > 0) & F.col("deduplication"),
@@ -76,6 +86,8 @@ def _valid() -> Column:
     violated = (
         (F.col("lost") > 0)
         | (F.col("out_of_order") > 0)
+        | (F.col("poll_skip") > 0)
+        | (F.col("nonmonotonic_send") > 0)
         | ((F.col("duplicated") > 0) & F.col("deduplication"))
     )
     incomplete = ~F.col("all_ended") | (F.col("unattributed") > 0)
@@ -108,7 +120,8 @@ def summarize(
     joined = (
         subscriptions.join(per_topic, ["run_id", "topic"], how="left")
         .join(received, SUBSCRIPTION_KEY, how="left")
-        .join(per_kind, SUBSCRIPTION_KEY, how="left")
+        .join(per_kind[0], SUBSCRIPTION_KEY, how="left")
+        .join(per_kind[1], ["run_id", "topic"], how="left")
         .join(outage_counts, ["run_id", "topic"], how="left")
         .join(unattributed, SUBSCRIPTION_KEY, how="left")
     )

@@ -357,6 +357,8 @@ RUN_SUMMARY = T.StructType(
         _f("duplicated", _LONG, False),
         _f("redelivered", _LONG, False),
         _f("out_of_order", _LONG, False),
+        _f("poll_skip", _LONG, False),
+        _f("nonmonotonic_send", _LONG, False),
         _f("outages", _LONG, False),
         _f("unattributed", _LONG, False),
         _f("valid", _STR, False),

@@ -19,6 +19,8 @@ ZERO = {
     "duplicated": 0,
     "redelivered": 0,
     "out_of_order": 0,
+    "poll_skip": 0,
+    "nonmonotonic_send": 0,
 }
 
 
@@ -54,6 +56,8 @@ def _expected_runs() -> list[dict]:
             duplicated=5,
             redelivered=2,
             out_of_order=1,
+            poll_skip=4,  # the reader jumped over 50–52 (lost) and over 200 (got it later)
+            nonmonotonic_send=0,
             valid="false",
         ),
         # The ack without a send counts as acked and lost, but the failed check makes the
@@ -75,8 +79,8 @@ def _expected_runs() -> list[dict]:
             acked=100,
             nacked=0,
             received=99,
-            **{**ZERO, "unseen": 1},
-            valid="unknown",
+            **{**ZERO, "unseen": 1, "poll_skip": 1},  # got 9 then 11: a jump over 10
+            valid="false",
         ),
     ]
 
@@ -161,9 +165,12 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
         ("run-faults", "duplicated", 100, 104),
         ("run-faults", "lost", 50, 52),
         ("run-faults", "out_of_order", 200, 200),
+        ("run-faults", "poll_skip", 50, 52),
+        ("run-faults", "poll_skip", 200, 200),
         ("run-faults", "redelivered", 150, 151),
         ("run-faults", "unacked_received", 260, 260),
         ("run-orphan", "lost", 999, 999),
+        ("run-unseen", "poll_skip", 10, 10),
         ("run-unseen", "unseen", 10, 10),
     ]
 

@@ -54,7 +54,7 @@ def test_lost_needs_every_consumer_to_end_otherwise_unseen(spark):
         "s2": (1, 0, 5, "unknown"),
         "s3": (0, 6, 0, "false"),
     }
-    assert rows["s1"]["reasons"] == ["lost=4"]
+    assert rows["s1"]["reasons"] == ["lost=4", "poll_skip=2"]  # 1 then 4: a jump over 2–3
     assert rows["s2"]["reasons"] == ["consumer c2 has no end event"]
     explanations = {(r.subscription, r.seq_from): r.explanation for r in gold.anomalies.collect()}
     assert explanations[("s1", 2)] == (
@@ -77,6 +77,7 @@ def test_repeat_is_a_redelivery_and_reorder_is_out_of_order(spark):
     assert anomalies(gold) == [
         ("s1", -1, "p1", "redelivered", 2, 2, 1),
         ("s2", -1, "p1", "out_of_order", 2, 2, 1),  # 3 comes after 2: lower than 4, not than 2
+        ("s2", -1, "p1", "poll_skip", 2, 3, 2),  # 1 then 4: jumped over 2–3, got them later
         ("s2", -1, "p1", "redelivered", 4, 4, 1),
     ]
     rows = summary(gold)
@@ -88,7 +89,7 @@ def test_repeat_is_a_redelivery_and_reorder_is_out_of_order(spark):
         "true",
     )
     assert (s2["redelivered"], s2["out_of_order"], s2["valid"]) == (1, 1, "false")
-    assert s2["reasons"] == ["out_of_order=1"]
+    assert s2["reasons"] == ["out_of_order=1", "poll_skip=2"]
 
 
 @pytest.mark.parametrize("deduplication", [False, True])

@@ -1,0 +1,203 @@
+"""`pulsar-audit simulate run | sweep`: protocol-grounded chaos runs with their ground truth."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pulsar_audit.cli import EXIT_OK, Context
+from pulsar_audit.output import format_table
+
+SUMMARY_FIELDS = (
+    "subscription",
+    "sent",
+    "acked",
+    "nacked",
+    "received",
+    "lost",
+    "unseen",
+    "unacked_received",
+    "duplicated",
+    "redelivered",
+    "valid",
+)
+
+
+def _scenario_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scenario",
+        required=True,
+        help="control|unload|transfer|kill-broker|isolate-broker|kill-bookie|"
+        "isolate-bookie|kill-bookies:N|kill-qw-bookies",
+    )
+    p.add_argument(
+        "--config", default="2-2-1", metavar="E-Qw-Qa", help="ledger E-Qw-Qa (default 2-2-1)"
+    )
+    p.add_argument("--bookies", type=int, default=3, help="bookies in the cluster (default 3)")
+    p.add_argument("--brokers", type=int, default=3, help="brokers in the cluster (default 3)")
+    p.add_argument(
+        "--messages", type=int, default=2000, help="messages per producer (default 2000)"
+    )
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="partitions, one producer each (default 0: one non-partitioned topic)",
+    )
+    p.add_argument("--dedup", action="store_true", help="broker deduplication on")
+    p.add_argument(
+        "--seed", type=int, default=1, help="random seed: same seed, same run (default 1)"
+    )
+    p.add_argument("--run-id", help="run id (default sim-<scenario>-<seed>)")
+    p.add_argument(
+        "--fault-at",
+        type=float,
+        default=0.5,
+        help="fraction of the messages sent when the fault hits (default 0.5)",
+    )
+    p.add_argument(
+        "--in-flight", type=int, default=1000, help="producer max pending (default 1000)"
+    )
+    p.add_argument("--interval-us", type=int, default=1000, help="send interval (default 1000 µs)")
+    p.add_argument("--latency-us", type=int, default=2000, help="least send→ack latency (2000 µs)")
+    p.add_argument(
+        "--ack-return-us",
+        type=int,
+        default=300,
+        help="persisted → ack seen by the client (default 300 µs); sets how many "
+        "pending messages a failed owner had already stored",
+    )
+    p.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=30_000,
+        help="metadata session timeout (default 30000)",
+    )
+    p.add_argument("--entries-per-ledger", type=int, default=50_000, help="ledger rollover (50000)")
+    p.add_argument(
+        "--auto-skip",
+        action="store_true",
+        help="add a reader on a broker with autoSkipNonRecoverableData (skips unreadable data)",
+    )
+    p.add_argument(
+        "--callback-reorder-every",
+        type=int,
+        default=0,
+        help="inject: the harness records 1 ack pair in N out of order (default 0: never)",
+    )
+    p.add_argument(
+        "--early-stop",
+        type=float,
+        default=0.0,
+        help="add a reader that stops after this fraction, without end (default off)",
+    )
+
+
+def scenario_from(values: dict[str, Any]):  # noqa: ANN201 - returns a Scenario
+    """A Scenario from CLI or grid values (names as the CLI options, '-' or '_')."""
+    from ingest.simulate.scenario import Scenario, parse_config, parse_scenario
+
+    v = {k.replace("-", "_"): x for k, x in values.items() if x is not None}
+    name, count = parse_scenario(str(v["scenario"]))
+    e, qw, qa = parse_config(str(v.get("config", "2-2-1")))
+    seed = int(v.get("seed", 1))
+    label = f"{name}-{count}" if name == "kill-bookies" else name
+    return Scenario(
+        name=name,
+        kill_count=count,
+        run_id=v.get("run_id") or f"sim-{label}-{seed}",
+        ensemble=e,
+        write_quorum=qw,
+        ack_quorum=qa,
+        bookies=int(v.get("bookies", 3)),
+        brokers=int(v.get("brokers", 3)),
+        messages=int(v.get("messages", 2000)),
+        partitions=int(v.get("partitions", 0)),
+        dedup=bool(v.get("dedup", False)),
+        seed=seed,
+        fault_at=float(v.get("fault_at", 0.5)),
+        in_flight=int(v.get("in_flight", 1000)),
+        interval_us=int(v.get("interval_us", 1000)),
+        latency_us=int(v.get("latency_us", 2000)),
+        ack_return_us=int(v.get("ack_return_us", 300)),
+        session_timeout_us=int(v.get("session_timeout_ms", 30_000)) * 1000,
+        entries_per_ledger=int(v.get("entries_per_ledger", 50_000)),
+        early_stop=float(v.get("early_stop", 0.0)),
+        auto_skip=bool(v.get("auto_skip", False)),
+        redeliver_every=int(v.get("redeliver_every", 500)),
+        callback_reorder_every=int(v.get("callback_reorder_every", 0)),
+    )
+
+
+def cmd_run(ctx: Context) -> int:
+    from ingest.simulate.run import simulate_run
+
+    args = vars(ctx.args)
+    scenario = scenario_from({k: args.get(k) for k in args if k not in ("handler", "out")})
+    pipeline = ctx.config.pipeline
+    truth = simulate_run(
+        ctx.spark,
+        scenario,
+        ctx.args.out,
+        pipeline.outage_threshold_ms,
+        list(pipeline.backoff_ladder_ms),
+    )
+    result = {k: truth[k] for k in ("run_id", "config", "faults", "runs", "outages", "generate_s")}
+    result["out"] = ctx.args.out
+    ctx.emit(result, _run_text)
+    return EXIT_OK
+
+
+def _run_text(result: dict[str, Any]) -> str:
+    outages = ", ".join(
+        f"{o['duration_ms']:.0f} ms (step {o['backoff_step']})" for o in result["outages"]
+    )
+    return (
+        f"{result['run_id']} ({result['config']}) → {result['out']} in {result['generate_s']} s\n"
+        f"{format_table(result['runs'], list(SUMMARY_FIELDS))}\noutages: {outages or 'none'}"
+    )
+
+
+def cmd_sweep(ctx: Context) -> int:
+    from ingest.simulate.sweep import run_sweep
+
+    pipeline = ctx.config.pipeline
+    manifest = run_sweep(
+        ctx.spark,
+        ctx.args.grid,
+        ctx.args.out,
+        pipeline.outage_threshold_ms,
+        list(pipeline.backoff_ladder_ms),
+        limit=ctx.args.limit,
+    )
+    ctx.emit(manifest, lambda m: f"{m['done']} runs, {m['skipped']} skipped → {m['manifest']}")
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    simulate = sub.add_parser("simulate", help="simulate chaos runs with their ground truth")
+    kinds = simulate.add_subparsers(dest="kind", metavar="KIND", required=True)
+    run = kinds.add_parser(
+        "run",
+        parents=[common],
+        help="simulate one run into DIR (trace files + truth.json)",
+        description="Simulate one run following the Pulsar/BookKeeper protocols, generated in "
+        "Spark: trace files (format v1) and truth.json, the counts, anomaly blocks and outages "
+        "`analyze` must report, with their true causes.",
+    )
+    _scenario_args(run)
+    run.add_argument("--out", required=True, metavar="DIR", help="folder for the run's files")
+    run.set_defaults(handler=cmd_run)
+    sweep = kinds.add_parser(
+        "sweep",
+        parents=[common],
+        help="simulate every combination of a grid, one folder each",
+        description="GRID is a JSON or YAML mapping of option → list of values (keys as the "
+        "`simulate run` options: scenario, config, bookies, brokers, messages, dedup, seed, …). "
+        "Every combination is one run in DIR/<run_id>/; combinations the model refuses are "
+        "listed as skipped. DIR/manifest.json lists every run with its truth counts.",
+    )
+    sweep.add_argument("--grid", required=True, metavar="FILE", help="the grid (JSON or YAML)")
+    sweep.add_argument("--out", required=True, metavar="DIR", help="folder for the runs")
+    sweep.add_argument("--limit", type=int, help="stop after this many runs")
+    sweep.set_defaults(handler=cmd_sweep)

@@ -1,0 +1,152 @@
+"""What each consumer receives, in Spark: one row per delivery of a stored copy.
+
+Consumers read after the producers finished, in storage order (ledger, entry):
+
+- `reader-1`: a Reader from the earliest message while the killed bookies are still down.
+  It blocks at the first entry none of whose Qw bookies is up (read_next never returns), so it
+  has no `end`.
+- `consumer-1` on the exclusive subscription `sub-1`, after the killed bookies returned (when
+  the scenario brings them back): it fails to ack one message in `redeliver_every`, which the
+  broker redelivers later under the same MessageId with redelivery_count 1.
+- `reader-early` (when `early_stop` > 0): stops after that fraction of the topic, no `end`.
+- `reader-skip` (when `auto_skip`): a Reader served by a broker with
+  autoSkipNonRecoverableData=true, which skips the unreadable entries: it reads to the end
+  (acked messages lost to it) and its MessageIds jump over the hole (a poll skip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ingest.simulate.backoff import mix_column
+from ingest.simulate.plan import Plan
+from ingest.simulate.scenario import T0_US
+
+REDELIVERY_LAG = 20  # a redelivery arrives this many messages after the first delivery
+READ_STEP_US = 5
+
+
+@dataclass(frozen=True)
+class Consumer:
+    name: str
+    subscription: str
+    bookies_down: tuple[str, ...]
+    redeliver: bool = False
+    stop_fraction: float = 0.0  # 0: reads until blocked or the end
+    skip_unreadable: bool = False  # autoSkipNonRecoverableData: skips unreadable entries
+
+
+def consumers(plan: Plan) -> list[Consumer]:
+    s = plan.scenario
+    after = () if plan.returned else tuple(plan.killed)
+    found = [
+        Consumer("reader-1", "reader-1", tuple(plan.killed)),
+        Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0),
+    ]
+    if s.auto_skip:
+        found.append(
+            Consumer("reader-skip", "reader-skip", tuple(plan.killed), skip_unreadable=True)
+        )
+    if s.early_stop > 0:
+        found.append(Consumer("reader-early", "reader-early", after, stop_fraction=s.early_stop))
+    return found
+
+
+def unreadable(plan: Plan, down: tuple[str, ...]) -> list[tuple[int, int, int, list[int]]]:
+    """(ledger_index, first_entry, end_entry, residues): entries (entry mod E in residues) none
+    of whose Qw bookies is up. Entry e of a fragment is on ensemble[(e + j) mod E], j < Qw."""
+    s = plan.scenario
+    found = []
+    for f in plan.fragments:
+        bad = [
+            res
+            for res in range(s.ensemble)
+            if all(f.ensemble[(res + j) % s.ensemble] in down for j in range(s.write_quorum))
+        ]
+        if bad:
+            found.append((f.ledger, f.first_entry, f.end_entry, bad))
+    return found
+
+
+def is_unreadable(plan: Plan, down: tuple[str, ...], copy: Column) -> Column:
+    condition = F.lit(False)
+    for ledger, first, end, residues in unreadable(plan, down):
+        entry = copy["entry_id"]
+        condition = condition | (
+            (copy["ledger_index"] == ledger)
+            & (entry >= first)
+            & (entry < end)
+            & (entry % plan.scenario.ensemble).isin(residues)
+        )
+    return condition
+
+
+def stored_copies(messages: DataFrame) -> DataFrame:
+    """One row per stored copy: stream, seq, ledger_id, entry_id, ledger_index, pos."""
+    return messages.select("stream", "seq", F.explode("copies").alias("copy")).select(
+        "stream", "seq", "copy.*"
+    )
+
+
+def block_positions(copies: DataFrame, plan: Plan, found: list[Consumer]) -> DataFrame:
+    """(stream, stored, stop_<n> per consumer n): where each consumer stops; one row per stream."""
+    fields = F.struct(*[F.col(c) for c in copies.columns])
+    firsts = [
+        F.min(F.when(is_unreadable(plan, c.bookies_down, fields), F.col("pos"))).alias(f"bad_{n}")
+        for n, c in enumerate(found)
+    ]
+    stored = copies.groupBy("stream").agg(F.count("*").alias("stored"), *firsts)
+    stops = []
+    for n, c in enumerate(found):
+        stop = (
+            F.col("stored") if c.skip_unreadable else F.coalesce(F.col(f"bad_{n}"), F.col("stored"))
+        )
+        if c.stop_fraction:
+            stop = F.least(stop, F.floor(F.col("stored") * F.lit(c.stop_fraction)))
+        stops.append(stop.cast("long").alias(f"stop_{n}"))
+    return stored.select("stream", "stored", *stops)
+
+
+def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFrame) -> DataFrame:
+    """stream, seq, ledger_id, entry_id, slot (the consumer's order), redelivery_count.
+
+    stops: (stream, stop_pos) — the consumer receives the copies before stop_pos."""
+    s = plan.scenario
+    got = copies.join(F.broadcast(stops), ["stream"], how="inner").filter(
+        F.col("pos") < F.col("stop_pos")
+    )
+    if consumer.skip_unreadable:
+        fields = F.struct(*[F.col(c) for c in copies.columns])
+        got = got.filter(~is_unreadable(plan, consumer.bookies_down, fields))
+    first = got.select(
+        "stream",
+        "seq",
+        "ledger_id",
+        "entry_id",
+        (F.col("pos") * 2).alias("slot"),
+        F.lit(0).alias("redelivery_count"),
+    )
+    if not consumer.redeliver:
+        return first
+    again = (mix_column(s.seed + 1, F.col("stream"), F.col("seq")) % s.redeliver_every) == 7
+    second = got.filter(again).select(
+        "stream",
+        "seq",
+        "ledger_id",
+        "entry_id",
+        ((F.col("pos") + REDELIVERY_LAG) * 2 + 1).alias("slot"),
+        F.lit(1).alias("redelivery_count"),
+    )
+    return first.unionByName(second)
+
+
+def read_start_us(plan: Plan, consumer_index: int) -> int:
+    """Consumers read one after another, after the last possible producer event."""
+    s = plan.scenario
+    slots = (2 * (s.messages * 2 + REDELIVERY_LAG) + 4) * s.streams
+    reconnected = max([T0_US, *(p.t_reconnect for p in plan.streams)])
+    writes_end = reconnected + 2 * s.messages * s.interval_us + 2 * s.send_timeout_us + 60_000_000
+    return writes_end + consumer_index * (slots * READ_STEP_US + 1_000_000)

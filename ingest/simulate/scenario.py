@@ -1,0 +1,132 @@
+"""What a simulated run is: the cluster, the producer, the consumers and the fault.
+
+Times are integer microseconds. Every default is a Pulsar 4.0 / BookKeeper 4.17 default where
+one exists (send timeout 30 s, metadata session timeout 30 s, 50,000 entries per ledger, the
+client's reconnect backoff 100 ms · 2^k with up to −10 % jitter).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pulsar_audit.errors import UsageError
+
+SCENARIOS = (
+    "control",
+    "unload",
+    "transfer",
+    "kill-broker",
+    "isolate-broker",
+    "kill-bookie",
+    "isolate-bookie",
+    "kill-bookies",
+    "kill-qw-bookies",
+)
+# Scenarios where the owner of the topic's bundle changes and producers reconnect.
+OWNER_CHANGES = ("unload", "transfer", "kill-broker", "isolate-broker")
+BOOKIE_FAULTS = ("kill-bookie", "isolate-bookie", "kill-bookies", "kill-qw-bookies")
+T0_US = 1_741_082_400_000_000  # 2025-03-04T10:00:00Z
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One simulated run. `name` is a SCENARIOS entry; kill-bookies uses `kill_count`."""
+
+    name: str
+    run_id: str
+    ensemble: int = 2
+    write_quorum: int = 2
+    ack_quorum: int = 1
+    bookies: int = 3
+    brokers: int = 3
+    messages: int = 2000
+    dedup: bool = False
+    seed: int = 1
+    partitions: int = 0  # 0: a non-partitioned topic with one producer
+    kill_count: int = 1
+    fault_at: float = 0.5  # the fault happens when this fraction of the messages was sent
+    interval_us: int = 1000  # the producer's send loop: one send per interval
+    latency_us: int = 2000  # least send → ack latency; up to 0.9 interval of jitter on top
+    ack_return_us: int = 300  # entry persisted by Qa bookies → ack seen by the client
+    in_flight: int = 1000  # max pending messages (block_if_queue_full)
+    send_timeout_us: int = 30_000_000
+    session_timeout_us: int = 30_000_000  # metadata (ZooKeeper) session timeout
+    entries_per_ledger: int = 50_000
+    redeliver_every: int = 500  # sub-1 fails to ack one message in this many (0: never)
+    early_stop: float = 0.0  # >0: a reader that stops after this fraction, without `end`
+    auto_skip: bool = False  # add a reader on a broker with autoSkipNonRecoverableData=true
+    callback_reorder_every: int = 0  # >0: the harness records 1 ack pair in N out of order
+    topic: str = "persistent://public/default/sim"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def streams(self) -> int:
+        return max(self.partitions, 1)
+
+    @property
+    def fault_seq(self) -> int:
+        return int(self.messages * self.fault_at)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_config(text: str) -> tuple[int, int, int]:
+    """'E-Qw-Qa' → (E, Qw, Qa), refusing anything but E ≥ Qw ≥ Qa ≥ 1."""
+    match = re.fullmatch(r"(\d+)-(\d+)-(\d+)", text.strip())
+    if not match:
+        raise UsageError(f"--config must be E-Qw-Qa, e.g. 2-2-1; got {text!r}")
+    e, qw, qa = (int(g) for g in match.groups())
+    if not e >= qw >= qa >= 1:
+        raise UsageError(f"--config {text}: expected E >= Qw >= Qa >= 1")
+    return e, qw, qa
+
+
+def parse_scenario(text: str) -> tuple[str, int]:
+    """'kill-bookies:2' → ('kill-bookies', 2); other names take no count."""
+    name, _, count = text.partition(":")
+    if name not in SCENARIOS:
+        raise UsageError(f"unknown scenario {text!r}; expected one of {', '.join(SCENARIOS)}")
+    if count and name != "kill-bookies":
+        raise UsageError(f"scenario {name} takes no ':N' (only kill-bookies:N does)")
+    if name == "kill-bookies":
+        if not count.isdigit() or int(count) < 1:
+            raise UsageError(f"kill-bookies needs a count >= 1, e.g. kill-bookies:2; got {text!r}")
+        return name, int(count)
+    return name, 1
+
+
+def validate(s: Scenario) -> Scenario:
+    """Refuse a scenario the model cannot run faithfully, naming the limit."""
+    if s.name not in SCENARIOS:
+        raise UsageError(f"unknown scenario {s.name!r}; expected one of {', '.join(SCENARIOS)}")
+    if not s.ensemble >= s.write_quorum >= s.ack_quorum >= 1:
+        raise UsageError("expected E >= Qw >= Qa >= 1")
+    if s.bookies < s.ensemble:
+        raise UsageError(f"{s.bookies} bookies cannot hold an ensemble of E={s.ensemble}")
+    killed = {"kill-bookie": 1, "kill-bookies": s.kill_count, "kill-qw-bookies": s.write_quorum}
+    lost = killed.get(s.name, 0)
+    if lost > s.ensemble:
+        raise UsageError(f"{s.name}: cannot kill {lost} bookies of an ensemble of {s.ensemble}")
+    if lost and s.bookies - lost < s.ensemble:
+        raise UsageError(
+            f"{s.name}: {s.bookies} bookies minus {lost} killed leave fewer than E={s.ensemble}; "
+            "the model needs a new ensemble to be possible (use more --bookies)"
+        )
+    if s.name in OWNER_CHANGES and s.brokers < 2:
+        raise UsageError(f"{s.name} needs at least 2 brokers, got {s.brokers}")
+    if s.messages < 10:
+        raise UsageError(f"--messages must be >= 10, got {s.messages}")
+    if s.latency_us <= s.interval_us:
+        raise UsageError(
+            "latency_us must exceed interval_us (the producer always has a message in flight)"
+        )
+    if s.in_flight * s.interval_us >= s.send_timeout_us:
+        raise UsageError("in_flight × interval_us must be below the send timeout")
+    if s.callback_reorder_every == 1 or s.callback_reorder_every < 0:
+        raise UsageError("callback_reorder_every must be 0 (off) or >= 2")
+    if not 0 < s.fault_at < 1:
+        raise UsageError(f"fault_at must be in (0, 1), got {s.fault_at}")
+    return s

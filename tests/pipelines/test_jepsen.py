@@ -1,0 +1,53 @@
+"""Poll skip and non-monotonic send (Jepsen's queue-checker names): tiny literal traces."""
+
+from __future__ import annotations
+
+from pipeline_events import ack, anomalies, build, end, receive, send, summary
+
+
+def _sent_and_acked(*seqs: int) -> list[dict]:
+    return [e for s in seqs for e in (send(s, s), ack(s, s + 0.5))]
+
+
+def test_no_events_and_a_clean_read_have_neither(spark):
+    _, empty = build(spark, [])
+    assert anomalies(empty, "poll_skip", "nonmonotonic_send") == []
+    clean = [*_sent_and_acked(1, 2, 3), *(receive(s, 10 + s) for s in (1, 2, 3)), end(20)]
+    _, gold = build(spark, clean)
+    assert anomalies(gold, "poll_skip", "nonmonotonic_send") == []
+    assert (summary(gold)["s1"]["poll_skip"], summary(gold)["s1"]["nonmonotonic_send"]) == (0, 0)
+
+
+def test_a_jump_over_stored_messages_is_a_poll_skip_whether_got_later_or_never(spark):
+    later = [receive(1, 10), receive(4, 11), receive(2, 12), receive(3, 13), end(20)]
+    never = [receive(s, 10 + s, consumer="c2", subscription="s2") for s in (1, 2, 5)]
+    never.append(end(20, consumer="c2", subscription="s2"))
+    _, gold = build(spark, [*_sent_and_acked(1, 2, 3, 4, 5), *later, *never])
+    assert anomalies(gold, "poll_skip") == [
+        ("s1", -1, "p1", "poll_skip", 2, 3, 2),
+        ("s2", -1, "p1", "poll_skip", 3, 4, 2),
+    ]
+    rows = summary(gold)
+    assert (rows["s1"]["poll_skip"], rows["s1"]["valid"]) == (2, "false")
+    assert "poll_skip=2" in rows["s1"]["reasons"]
+    assert (rows["s2"]["poll_skip"], rows["s2"]["lost"]) == (2, 2)
+    explanation = gold.anomalies.filter("kind = 'poll_skip'").orderBy("subscription").first()
+    assert explanation.explanation.startswith(
+        "2 stored messages (seq 2–3) from producer p1 were skipped by consumer(s) c1"
+    )
+
+
+def test_a_redelivery_going_back_is_not_a_skip(spark):
+    events = [receive(1, 10), receive(2, 11), receive(1, 12, redelivery_count=1), receive(3, 13)]
+    _, gold = build(spark, [*_sent_and_acked(1, 2, 3), *events, end(20)])
+    assert anomalies(gold, "poll_skip") == []
+
+
+def test_acks_going_backwards_are_a_nonmonotonic_send(spark):
+    events = [send(1, 1), send(2, 2), send(3, 3), ack(2, 4), ack(1, 5), ack(3, 6)]
+    reads = [receive(s, 10 + s) for s in (1, 2, 3)]
+    _, gold = build(spark, [*events, *reads, end(20)])
+    assert anomalies(gold, "nonmonotonic_send") == [(None, -1, "p1", "nonmonotonic_send", 1, 1, 1)]
+    row = summary(gold)["s1"]
+    assert (row["nonmonotonic_send"], row["valid"]) == (1, "false")
+    assert "nonmonotonic_send=1" in row["reasons"]
