@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.clock_skew import UNCORRECTED, estimate_offsets, with_corrected_ts
+from pipelines.consumer_attribution import with_consumer_topics
 from pipelines.log_patterns import COLUMN_GROUPS, PATTERNS, LogPattern
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import INFRA_EVENTS, conform
@@ -75,7 +76,11 @@ def event_id(*parts: str) -> Column:
 
 
 def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = None) -> DataFrame:
-    """Parsed log entries (LOG_LINES) → one infra event per entry that matches a pattern."""
+    """Parsed log entries (LOG_LINES) → one infra event per entry that matches a pattern.
+
+    Client consumer lines without a topic get it from `with_consumer_topics`, applied to the
+    events of every source (build_infra_events does so once they are cached).
+    """
     patterns = patterns or PATTERNS
     matched = entries.filter(F.col("parse_error").isNull() & F.col("ts").isNotNull()).withColumn(
         "_pattern", _pattern_number(patterns)
@@ -98,13 +103,16 @@ def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = Non
         "source_file",
         "line_number",
     )
-    return events.withColumns(
-        {
-            "event_id": event_id("source_file", "line_number", "event_type"),
-            "corrected_ts": F.col("ts"),
-            "clock": F.lit(UNCORRECTED),
-        }
-    ).transform(lambda df: conform(df, INFRA_EVENTS))
+    return (
+        events.withColumns(
+            {
+                "event_id": event_id("source_file", "line_number", "event_type"),
+                "corrected_ts": F.col("ts"),
+                "clock": F.lit(UNCORRECTED),
+            }
+        )
+        .transform(lambda df: conform(df, INFRA_EVENTS))
+    )
 
 
 def build_infra_events(lakehouse: Lakehouse) -> int:
@@ -122,9 +130,10 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
         .persist()
     )
     try:
-        offsets = estimate_offsets(matched)
+        attributed = matched.transform(with_consumer_topics)
+        offsets = estimate_offsets(attributed)
         lakehouse.overwrite("clock_offsets", offsets)
-        events = with_corrected_ts(matched, lakehouse.read("clock_offsets"))
+        events = with_corrected_ts(attributed, lakehouse.read("clock_offsets"))
         lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
     finally:
         matched.unpersist()
