@@ -36,6 +36,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
+from pulsar_audit.schemas import NOT_A_LOG_ENTRY
+
 LEVELS = "TRACE|DEBUG|INFO|WARN|ERROR|FATAL"
 _DATE = r"\d{4}-\d\d-\d\d"
 _OFFSET = r"[+-]\d{4}|[+-]\d\d:\d\d|Z"
@@ -76,9 +78,7 @@ CPP_CLIENT = rf"^({_DATE} \d\d:\d\d:\d\d\.\d{{3}}) ({LEVELS})\s+\[([^\]]*)\] (\w
 CPP_CLIENT_2 = rf"^({_DATE} \d\d:\d\d:\d\d\.\d{{3}}) ({LEVELS})\s+(\w+):\d+ \| (.*)$"
 # Go client (logrus TextFormatter): group 1 RFC 3339 time, 2 level, 3 quoted or bare message,
 # 4 the fields after it
-GO_LOGRUS = (
-    r'^time="?([0-9T:.+\-Z]+)"? level=(\w+) msg=("(?:[^"\\]|\\.)*"|\S*)(.*)$'
-)
+GO_LOGRUS = r'^time="?([0-9T:.+\-Z]+)"? level=(\w+) msg=("(?:[^"\\]|\\.)*"|\S*)(.*)$'
 
 LAYOUTS = (
     Layout("log4j", PULSAR_LOG4J, time=1, offset=2, thread=3, level=4, logger=5, message=6),
@@ -115,7 +115,7 @@ ERR_LAYOUT = (
     "starts with a date but matches no known layout "
     "(log4j2, Spring Boot, BookKeeper, C++ client, Go client)"
 )
-ERR_NOT_ENTRY = "not a log entry"
+ERR_NOT_ENTRY = NOT_A_LOG_ENTRY
 
 
 def _group(value: Column, pattern: str, index: int) -> Column:

@@ -20,7 +20,9 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.schemas import INFRA_EVENTS, conform
 
-_DETAIL = F.from_json(F.col("detail"), "map<string,string>")
+
+def _parsed_detail() -> Column:
+    return F.from_json(F.col("detail"), "map<string,string>")
 
 
 def _d(key: str) -> Column:
@@ -85,7 +87,7 @@ def with_consumer_topics(events: DataFrame) -> DataFrame:
 
     events: INFRA_EVENTS rows of every source (the broker's consumer lines are needed).
     """
-    parsed = events.withColumn("_d", _DETAIL)
+    parsed = events.withColumn("_d", _parsed_detail())
     by_pointer = _join_pointer(parsed)
     with_pointer = by_pointer.withColumn("topic", F.coalesce("topic", "found_topic"))
     by_id = with_pointer.join(_id_topics(with_pointer), on="event_id", how="left")

@@ -28,7 +28,7 @@ def _nonempty(c: Column) -> Column:
     return F.when(c != "", c)
 
 
-def _pattern_number(patterns: list[LogPattern]) -> Column:
+def pattern_number(patterns: list[LogPattern]) -> Column:
     """Index of the first pattern the entry matches (null when none does)."""
     chosen = None
     for number, p in enumerate(patterns):
@@ -83,7 +83,7 @@ def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = Non
     """
     patterns = patterns or PATTERNS
     matched = entries.filter(F.col("parse_error").isNull() & F.col("ts").isNotNull()).withColumn(
-        "_pattern", _pattern_number(patterns)
+        "_pattern", pattern_number(patterns)
     )
     events = matched.filter(F.col("_pattern").isNotNull()).select(
         "ts",
