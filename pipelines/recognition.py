@@ -20,6 +20,7 @@ from pulsar_audit.schemas import NOT_A_LOG_ENTRY
 # digits, hex and addresses vary between lines of one kind: masked before grouping in Spark
 _VARIABLE = r"0x[0-9a-fA-F]+|\d+(?:[.:]\d+)*"
 MAX_FORMS = 20_000
+UNPARSED = "[unparsed]"  # the logger shown for rows kept with a parse_error
 
 
 def _held_lines() -> Column:
@@ -67,7 +68,7 @@ def unmatched_forms(entries: DataFrame, patterns: list[LogPattern] | None = None
         .filter(~F.col("recognized"))
         .select(
             "source",
-            F.when(F.col("parse_error").isNotNull(), F.lit("(not parsed)"))
+            F.when(F.col("parse_error").isNotNull(), F.lit(UNPARSED))
             .otherwise(logger)
             .alias("logger"),
             F.regexp_replace(first_line, _VARIABLE, "<n>").alias("form"),
