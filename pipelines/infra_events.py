@@ -12,7 +12,13 @@ import logging
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.clock_skew import UNCORRECTED, estimate_offsets, with_corrected_ts
+from pipelines.clock_skew import (
+    UNCORRECTED,
+    describe_whole_hour_offset,
+    estimate_offsets,
+    whole_hour_offsets,
+    with_corrected_ts,
+)
 from pipelines.consumer_attribution import with_consumer_topics
 from pipelines.log_patterns import COLUMN_GROUPS, PATTERNS, LogPattern
 from pulsar_audit.delta_io import Lakehouse
@@ -103,16 +109,13 @@ def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = Non
         "source_file",
         "line_number",
     )
-    return (
-        events.withColumns(
-            {
-                "event_id": event_id("source_file", "line_number", "event_type"),
-                "corrected_ts": F.col("ts"),
-                "clock": F.lit(UNCORRECTED),
-            }
-        )
-        .transform(lambda df: conform(df, INFRA_EVENTS))
-    )
+    return events.withColumns(
+        {
+            "event_id": event_id("source_file", "line_number", "event_type"),
+            "corrected_ts": F.col("ts"),
+            "clock": F.lit(UNCORRECTED),
+        }
+    ).transform(lambda df: conform(df, INFRA_EVENTS))
 
 
 def build_infra_events(lakehouse: Lakehouse) -> int:
@@ -132,6 +135,8 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
     try:
         attributed = matched.transform(with_consumer_topics)
         offsets = estimate_offsets(attributed)
+        for row in whole_hour_offsets(attributed).collect():
+            log.warning(describe_whole_hour_offset(row.host, row.hours, row.matches))
         lakehouse.overwrite("clock_offsets", offsets)
         events = with_corrected_ts(attributed, lakehouse.read("clock_offsets"))
         lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
@@ -147,3 +152,12 @@ def _union(parts: list[DataFrame]) -> DataFrame:
     for part in parts[1:]:
         result = result.unionByName(part)
     return result
+
+
+def clock_warnings(lakehouse: Lakehouse) -> list[str]:
+    """Warnings about host clocks that look a whole number of hours off (wrong --tz).
+
+    For the analyze summary; computed from silver.infra_events (a small aggregate).
+    """
+    rows = whole_hour_offsets(lakehouse.read("infra_events")).orderBy("host").collect()
+    return [describe_whole_hour_offset(r.host, r.hours, r.matches) for r in rows]

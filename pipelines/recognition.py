@@ -34,22 +34,26 @@ def with_recognition(entries: DataFrame, patterns: list[LogPattern] | None = Non
     return entries.withColumn("recognized", F.coalesce(is_entry & matched, F.lit(False)))
 
 
-def recognition_counts(entries: DataFrame, patterns: list[LogPattern] | None = None) -> DataFrame:
-    """Per source: lines, entries, recognized, not_log_entries, parse_errors (a small frame).
+def recognition_counts(
+    entries: DataFrame, patterns: list[LogPattern] | None = None, by: str = "source"
+) -> DataFrame:
+    """Per source (or per `by` column): lines, entries, recognized, not_log_entries,
+    parse_errors — a small frame.
 
     lines: input lines (continuation lines included); entries: rows without a parse_error;
     recognized: those a pattern matches; not_log_entries: rows of application output;
     parse_errors: every row with a parse_error (not_log_entries included).
     """
     has_error = F.col("parse_error").isNotNull()
+    is_not_entry = F.coalesce(F.col("parse_error") == NOT_A_LOG_ENTRY, F.lit(False))
     return (
         entries.transform(with_recognition, patterns)
-        .groupBy("source")
+        .groupBy(by)
         .agg(
             F.sum(_held_lines()).cast("long").alias("lines"),
             F.sum((~has_error).cast("long")).alias("entries"),
             F.sum(F.col("recognized").cast("long")).alias("recognized"),
-            F.sum((F.col("parse_error") == NOT_A_LOG_ENTRY).cast("long")).alias("not_log_entries"),
+            F.sum(is_not_entry.cast("long")).alias("not_log_entries"),
             F.sum(has_error.cast("long")).alias("parse_errors"),
         )
     )
