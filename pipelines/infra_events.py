@@ -132,8 +132,8 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
         .unionByName(zk_change_events(lakehouse.read("zk_changes")))
         .persist()
     )
+    attributed = matched.transform(with_consumer_topics).persist()
     try:
-        attributed = matched.transform(with_consumer_topics)
         offsets = estimate_offsets(attributed)
         for row in whole_hour_offsets(attributed).collect():
             log.warning(describe_whole_hour_offset(row.host, row.hours, row.matches))
@@ -141,6 +141,7 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
         events = with_corrected_ts(attributed, lakehouse.read("clock_offsets"))
         lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
     finally:
+        attributed.unpersist()
         matched.unpersist()
     count = lakehouse.read("infra_events").count()
     log.info("infra events: %d rows", count)
