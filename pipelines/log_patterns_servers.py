@@ -9,9 +9,10 @@ also found, unchanged, in 2.10.1.
 
 from __future__ import annotations
 
-from pipelines.log_pattern_types import ML, SERVER, LogPattern, cls
+from pipelines.log_pattern_types import ML, SERVER, TOPIC, LogPattern, cls
 
 P = LogPattern
+PROXY = "pulsar pulsar-proxy/src/main/java/org/apache/pulsar/proxy/server"
 ML_IMPL = "pulsar managed-ledger/src/main/java/org/apache/bookkeeper/mledger/impl/ManagedLedgerImpl"
 
 # fmt: off
@@ -24,5 +25,19 @@ SERVER_VERSION_PATTERNS: list[LogPattern] = [
       rf"^\[{ML}\] Failed to update ledger list\. z-node version mismatch\. "
       r"Closing managed ledger", "2.10-4.2: another broker owns the topic",
       f"{ML_IMPL} 2.10.1 L1524; reference L1795@4.2"),
+    # ---- proxy (bin/pulsar proxy: the broker's log4j2 layout; ingest it as --source broker)
+    P("proxy_connection_closed", SERVER, cls("ProxyConnection"),
+      r"^\[(?P<remote>[^\]]+)\] Connection closed", "proxy 2.10: a client's connection ended",
+      f"{PROXY}/ProxyConnection.java 2.10.1 L177"),
+    P("proxy_broker_unreachable", SERVER, cls("DirectProxyHandler"),
+      r"^\[(?P<connection>.*?)\] Establishing connection to (?P<broker>\S+) \((?P<target>[^)]*)\) "
+      r"failed\. Closing inbound channel", "proxy 2.10",
+      f"{PROXY}/DirectProxyHandler.java 2.10.1 L209"),
+    P("proxy_broker_unreachable", SERVER, cls("ProxyConnection"),
+      r"^\[(?P<remote>[^\]]+)\] Target broker '(?P<broker>[^']+)' isn't available",
+      "proxy 2.10", f"{PROXY}/ProxyConnection.java 2.10.1 L294"),
+    P("proxy_lookup_failed", SERVER, cls("LookupProxyHandler"),
+      rf"^\[(?P<remote>[^\]]+)\] Failed to lookup topic {TOPIC}: (?P<reason>.*)",
+      "proxy 2.10", f"{PROXY}/LookupProxyHandler.java 2.10.1 L152"),
 ]
 # fmt: on

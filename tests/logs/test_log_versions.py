@@ -25,6 +25,7 @@ COUNTS = {
     "broker-3.0.log": ("broker", 23, 23, 22, 0),
     "broker-3.3.log": ("broker", 23, 23, 22, 0),
     "broker-3.0-consumer.log": ("broker", 4, 4, 3, 0),
+    "proxy-2.10.log": ("broker", 4, 4, 3, 0),
     "client-cpp-2.2.log": ("client", 11, 11, 7, 0),
     "client-cpp-3.2-consumer.log": ("client", 18, 12, 7, 6),
     "client-java-2.10.log": ("client", 17, 12, 10, 2),
