@@ -133,7 +133,10 @@ def whole_hour_offsets(events: DataFrame, pairings: list[Pairing] | None = None)
     pairs = None
     for pairing in pairings or BROKER_PAIRINGS:
         host_side = _side(events, pairing.host_event, pairing.host_source).select(
-            "host", F.col(pairing.key).alias("key"), F.unix_micros("ts").alias("host_us")
+            F.col("event_id").alias("host_event"),
+            "host",
+            F.col(pairing.key).alias("key"),
+            F.unix_micros("ts").alias("host_us"),
         )
         ref_side = _side(events, pairing.ref_event, pairing.ref_source).select(
             F.col(pairing.key).alias("key"), F.unix_micros("ts").alias("ref_us")
@@ -142,11 +145,17 @@ def whole_hour_offsets(events: DataFrame, pairings: list[Pairing] | None = None)
         hours = F.round(delta_ms / F.lit(HOUR_MS)).cast("int")
         part = (
             host_side.join(ref_side, on="key", how="inner")
-            .select("host", hours.alias("hours"), (delta_ms - hours * HOUR_MS).alias("rest"))
+            .select(
+                "host_event",
+                "host",
+                hours.alias("hours"),
+                (delta_ms - hours * HOUR_MS).alias("rest"),
+            )
             .filter((F.col("hours") != 0) & (F.abs("rest") <= MAX_PAIR_GAP_MS))
         )
         pairs = part if pairs is None else pairs.unionByName(part)
-    return pairs.groupBy("host", "hours").agg(F.count(F.lit(1)).alias("matches"))
+    # one host event may fall near several reference events: it counts once
+    return pairs.groupBy("host", "hours").agg(F.count_distinct("host_event").alias("matches"))
 
 
 def describe_whole_hour_offset(host: str, hours: int, matches: int) -> str:
