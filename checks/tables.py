@@ -12,6 +12,7 @@ from datetime import datetime
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pulsar_audit.schemas import CHECK_RESULTS, TABLES
 
@@ -188,8 +189,25 @@ def check_runs(
     return spark.createDataFrame(results, CHECK_RESULTS)
 
 
+def schema_drift(stored: T.StructType, contract: T.StructType) -> list[str]:
+    """How a stored table's columns differ from its contract: missing, extra, retyped.
+
+    Every write conforms to the contract, so a difference means the table was written by
+    another (older) version of pulsar-audit and its rows may not mean what the contract says.
+    """
+    have = {f.name: f.dataType.simpleString() for f in stored.fields}
+    want = {f.name: f.dataType.simpleString() for f in contract.fields}
+    drift = [f"missing {n}" for n in want if n not in have]
+    drift += [f"extra {n}" for n in have if n not in want]
+    drift += [f"{n} is {have[n]}, not {t}" for n, t in want.items() if have.get(n, t) != t]
+    return drift
+
+
 def check_schemas(tables: dict[str, DataFrame]) -> dict[str, bool]:
-    """Whether each bronze table's columns match its contract, in order."""
+    """Whether each bronze table as stored matches its contract: names in order and types.
+
+    A table created by an older version (a column added, dropped or retyped since) fails.
+    """
     outcomes = {}
     for name, df in tables.items():
         import great_expectations.expectations as gxe
@@ -200,5 +218,6 @@ def check_schemas(tables: dict[str, DataFrame]) -> dict[str, bool]:
             column_list=TABLES[name].schema.fieldNames(), meta={"rule": "schema"}
         )
         columns = pd.DataFrame(columns=df.columns)
-        outcomes[name] = validate(columns, f"{name}_schema", [expectation])[0].success
+        names_ok = validate(columns, f"{name}_schema", [expectation])[0].success
+        outcomes[name] = names_ok and not schema_drift(df.schema, TABLES[name].schema)
     return outcomes

@@ -39,8 +39,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     traces.add_argument("path", metavar="PATH", help="a trace file or a folder of them")
     traces.set_defaults(handler=cmd_ingest_traces)
 
+    from ingest import zk_cli
     from ingest.log_cli import add_logs_parser
-    from ingest.zk_cli import add_zk_ingest_parser
 
     add_logs_parser(kinds, common)
-    add_zk_ingest_parser(kinds, common)
+    zk_cli.add_zk_ingest_parser(kinds, common)
+    zk_cli.register(sub, common)  # `pulsar-audit zk capture|dump`

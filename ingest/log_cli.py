@@ -33,9 +33,11 @@ def add_logs_parser(kinds: argparse._SubParsersAction, common: argparse.Argument
         "logs",
         parents=[common],
         help="load broker, bookie or client log files under PATH",
-        description="Load Pulsar broker/bookie logs (log4j2 or BookKeeper layout) or C++/Python "
-        "client logs into bronze.<source>_log. Stack traces stay with their entry; lines that "
-        "match no layout are kept with parse_error. Files already ingested are skipped.",
+        description="Load Pulsar broker/bookie logs (log4j2 or BookKeeper layout) or client "
+        "logs (Java: log4j2, logback, Spring Boot; C++/Python 2.x-4.x; Go: logrus) into "
+        "bronze.<source>_log; each line's layout is recognised. Stack traces stay with their "
+        "entry; other lines (application output) are kept as rows with parse_error 'not a log "
+        "entry'. Files already ingested are skipped.",
     )
     logs.add_argument("path", metavar="PATH", help="a log file or a folder of them")
     logs.add_argument("--source", required=True, choices=["broker", "bookie", "client"])
@@ -44,6 +46,6 @@ def add_logs_parser(kinds: argparse._SubParsersAction, common: argparse.Argument
         "--tz",
         default="UTC",
         help="time zone of timestamps written without an offset (BookKeeper layout, C++ "
-        "client), e.g. Europe/Berlin (default UTC)",
+        "client, Java layouts without an offset), e.g. Europe/Berlin (default UTC)",
     )
     logs.set_defaults(handler=cmd_ingest_logs)

@@ -1,49 +1,121 @@
 """Broker, bookie and client log layouts → one row per log entry (LOG_LINES), in Spark.
 
-Three layouts are recognised on every line, whatever the source:
+Every line is tried against each layout; a file may hold several (a Python application's
+output holds the C++ client's lines and its own prints; a standalone log holds broker and
+bookie lines). `LAYOUTS` lists them; `layout_counts` says which ones a file uses.
 
-* Pulsar's log4j2 layout (broker, and bookies started with `bin/pulsar`):
+* `log4j` — Pulsar's log4j2 layout (broker, proxy, bookies started with `bin/pulsar`) and the
+  Java client's usual log4j2 / logback layouts:
   `2025-03-04T10:15:30,123+0000 [thread] INFO  org.apache.… - message`
-* BookKeeper's own layout (`bin/bookkeeper`):
+  (the offset may be missing — then the ingest's time zone applies — and the date and time
+  may be separated by a space, the millis by a dot: `2024-05-01 10:00:00.123 [main] INFO …`)
+* `spring` — Spring Boot's default layout, a Java client inside a Spring application:
+  `2024-05-01T10:00:00.123+02:00  INFO 4711 --- [app] [main] o.a.p.c.impl.ConnectionHandler : …`
+* `bookkeeper` — BookKeeper's own layout (`bin/bookkeeper`), no offset:
   `2025-03-04T10:15:31,456 - WARN  - [thread:Class@78] - message`
-  (no offset in the timestamp: read in the ingest's time zone, UTC unless told otherwise)
-* the C++/Python client's console logger:
+* `cpp` — the C++/Python client's console logger since 2.6, local time without offset:
   `2023-08-10 12:56:28.338 INFO  [0x70000fc48000] HandlerBase:149 | message`
-  (local time without offset: read in the ingest's time zone, UTC unless told otherwise)
+* `cpp2` — the same before 2.6, with no thread id:
+  `2018-10-20 23:07:49.320 ERROR ClientConnection:638 | message`
+* `go` — the Go client's logrus text layout; the fields after the message stay in it:
+  `time="2024-05-01T10:00:00Z" level=info msg="Reconnecting to broker" topic="persistent://…"`
 
-A line that matches no layout continues the entry above it (stack traces, multi-line config
-dumps). Such lines are kept with their entry: `raw` holds every line of it and `line_number`
-is that of its first line. A continuation line with no entry above it, or a line that starts
-with a date but matches no layout, becomes a row of its own with `parse_error` set.
+A line that matches no layout is attached to the entry above it only when it looks like a
+continuation (`CONTINUATION`: an exception class, `\\tat …`, `Caused by:`, `... N more`, a
+thread dump or pretty-printed JSON line, a blank line). Any other line — application output
+printed between the log lines — becomes a row of its own with parse_error `not a log entry`,
+so it never hides a later real entry. A continuation line with no entry above it, or a line
+that starts with a date but matches no layout, also becomes a row with its own parse_error.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
+from pulsar_audit.schemas import NOT_A_LOG_ENTRY
+
 LEVELS = "TRACE|DEBUG|INFO|WARN|ERROR|FATAL"
+_DATE = r"\d{4}-\d\d-\d\d"
+_OFFSET = r"[+-]\d{4}|[+-]\d\d:\d\d|Z"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One line layout: a regex and the group number of each field (0 = not in the layout)."""
+
+    name: str
+    regex: str
+    time: int
+    offset: int
+    thread: int
+    level: int
+    logger: int
+    message: int
+
 
 # group 1 local time, 2 offset, 3 thread, 4 level, 5 logger, 6 message
 PULSAR_LOG4J = (
-    r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3})([+-]\d{4}|[+-]\d\d:\d\d|Z) "
+    rf"^({_DATE}[T ]\d\d:\d\d:\d\d[,.]\d{{3}})({_OFFSET})? "
     rf"\[(.*?)\] ({LEVELS})\s+(\S+) - (.*)$"
+)
+# group 1 local time, 2 offset, 3 level, 4 thread, 5 logger (abbreviated packages), 6 message
+SPRING_BOOT = (
+    rf"^({_DATE}[T ]\d\d:\d\d:\d\d[.,]\d{{3}})({_OFFSET})?\s+({LEVELS})\s+\d+ --- "
+    r"(?:\[[^\]]*\] )?\[\s*(.*?)\] (\S+)\s+: (.*)$"
 )
 # group 1 local time, 2 level, 3 thread, 4 caller class, 5 message (console and file variants)
 BOOKKEEPER = (
-    rf"^(\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{{3}}) - ({LEVELS})\s+(?:- )?"
+    rf"^({_DATE}T\d\d:\d\d:\d\d,\d{{3}}) - ({LEVELS})\s+(?:- )?"
     r"\[(.*):([\w$]+)@\d+\] - (.*)$"
 )
 # group 1 local time, 2 level, 3 thread id, 4 source file base name, 5 message
-CPP_CLIENT = (
-    rf"^(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{{3}}) ({LEVELS})\s+\[([^\]]*)\] "
-    r"(\w+):\d+ \| (.*)$"
+CPP_CLIENT = rf"^({_DATE} \d\d:\d\d:\d\d\.\d{{3}}) ({LEVELS})\s+\[([^\]]*)\] (\w+):\d+ \| (.*)$"
+# C++ client before 2.6 (no thread id): group 1 local time, 2 level, 3 file base name, 4 message
+CPP_CLIENT_2 = rf"^({_DATE} \d\d:\d\d:\d\d\.\d{{3}}) ({LEVELS})\s+(\w+):\d+ \| (.*)$"
+# Go client (logrus TextFormatter): group 1 RFC 3339 time, 2 level, 3 quoted or bare message,
+# 4 the fields after it
+GO_LOGRUS = r'^time="?([0-9T:.+\-Z]+)"? level=(\w+) msg=("(?:[^"\\]|\\.)*"|\S*)(.*)$'
+
+LAYOUTS = (
+    Layout("log4j", PULSAR_LOG4J, time=1, offset=2, thread=3, level=4, logger=5, message=6),
+    Layout("spring", SPRING_BOOT, time=1, offset=2, thread=4, level=3, logger=5, message=6),
+    Layout("bookkeeper", BOOKKEEPER, time=1, offset=0, thread=3, level=2, logger=4, message=5),
+    Layout("cpp", CPP_CLIENT, time=1, offset=0, thread=3, level=2, logger=4, message=5),
+    Layout("cpp2", CPP_CLIENT_2, time=1, offset=0, thread=0, level=2, logger=3, message=4),
+    Layout("go", GO_LOGRUS, time=1, offset=0, thread=0, level=2, logger=0, message=3),
 )
+GO_LOGGER = "pulsar-client-go"
+
 STARTS_WITH_DATE = r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
+# What may follow a log entry on lines of its own: a Java stack trace (exception class with or
+# without a message, frames, causes, suppressed, elided frames), a thread dump, a
+# pretty-printed JSON dump (Jackson's `"key" : value`), blank lines.
+CONTINUATION = "|".join(
+    [
+        r"^\s*$",
+        r"^\s+at \S",
+        r"^\s*Caused by: ",
+        r"^\s*Suppressed: ",
+        r"^\s*\.\.\. \d+ (?:more|common frames omitted)",
+        r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)[\w$]*(?::.*)?$",
+        r"^\s+- (?:locked|waiting|parking|eliminated) ",
+        r'^"[^"]+" #\d+ ',
+        r"^\s+java\.lang\.Thread\.State: ",
+        r'^\s*"[^"]*" : ',
+        r"^\s*[\[\]{}],?$",
+    ]
+)
 
 ERR_ORPHAN = "continuation line with no log entry above it (no timestamp, first lines of the file)"
-ERR_LAYOUT = "starts with a date but matches no known layout (log4j2, BookKeeper, C++ client)"
+ERR_LAYOUT = (
+    "starts with a date but matches no known layout "
+    "(log4j2, Spring Boot, BookKeeper, C++ client, Go client)"
+)
+ERR_NOT_ENTRY = NOT_A_LOG_ENTRY
 
 
 def _group(value: Column, pattern: str, index: int) -> Column:
@@ -51,61 +123,119 @@ def _group(value: Column, pattern: str, index: int) -> Column:
     return F.when(extracted != "", extracted)
 
 
-def _zoned(local: Column, zone: str, fmt: str) -> Column:
-    """Local time string read in `zone` (a region id like Europe/Berlin, or UTC)."""
-    return F.to_timestamp(F.concat(local, F.lit(f" {zone}")), f"{fmt} VV")
+def _local_ts(local: Column, offset: Column, zone: str) -> Column:
+    """`yyyy-MM-dd[T ]HH:mm:ss[,.]SSS` with an optional offset; without one, read in `zone`."""
+    normal = F.regexp_replace(F.regexp_replace(local, "T", " "), ",", ".")
+    fixed = F.regexp_replace(F.regexp_replace(offset, "Z", "+0000"), ":", "")
+    with_offset = F.try_to_timestamp(F.concat(normal, fixed), F.lit("yyyy-MM-dd HH:mm:ss.SSSxx"))
+    in_zone = F.try_to_timestamp(
+        F.concat(normal, F.lit(f" {zone}")), F.lit("yyyy-MM-dd HH:mm:ss.SSS VV")
+    )
+    return F.when(offset.isNotNull(), with_offset).otherwise(in_zone)
+
+
+def _go_ts(rfc3339: Column, zone: str) -> Column:
+    """RFC 3339 (logrus' default) with its offset; without one, read in `zone`."""
+    has_offset = rfc3339.rlike(r"(Z|[+-]\d\d:?\d\d)$")
+    with_offset = F.try_to_timestamp(rfc3339)
+    in_zone = F.to_utc_timestamp(F.try_to_timestamp(rfc3339), zone)
+    return F.when(has_offset, with_offset).otherwise(in_zone)
+
+
+def _go_level(level: Column) -> Column:
+    upper = F.upper(level)
+    return F.when(upper == "WARNING", "WARN").when(upper == "PANIC", "FATAL").otherwise(upper)
+
+
+def _go_message(quoted: Column, fields: Column) -> Column:
+    """The logrus message unquoted, then its fields as written (`topic="…" consumerID=1`)."""
+    bare = F.regexp_replace(F.regexp_replace(quoted, r'^"|"$', ""), r'\\(["\\])', "$1")
+    rest = F.trim(fields)
+    return F.when(rest == "", bare).otherwise(F.concat(bare, F.lit(" "), rest))
+
+
+def _field(value: Column, layout: Layout, index: int, required: bool = False) -> Column:
+    if index == 0:
+        return F.lit(None).cast("string")
+    if required:
+        return F.regexp_extract(value, layout.regex, index)
+    return _group(value, layout.regex, index)
+
+
+def _layout_values(value: Column, layout: Layout, zone: str) -> dict[str, Column]:
+    time = _field(value, layout, layout.time)
+    if layout.name == "go":
+        message = _go_message(
+            F.regexp_extract(value, layout.regex, 3), F.regexp_extract(value, layout.regex, 4)
+        )
+        return {
+            "ts": _go_ts(time, zone),
+            "level": _go_level(_field(value, layout, layout.level)),
+            "thread": F.lit(None).cast("string"),
+            "logger": F.lit(GO_LOGGER),
+            "message": message,
+        }
+    return {
+        "ts": _local_ts(time, _field(value, layout, layout.offset), zone),
+        "level": _field(value, layout, layout.level),
+        "thread": _field(value, layout, layout.thread),
+        "logger": _field(value, layout, layout.logger),
+        "message": _field(value, layout, layout.message, required=True),
+    }
 
 
 def with_layout_fields(lines: DataFrame, zone: str = "UTC") -> DataFrame:
-    """Add ts, level, thread, logger, message and is_start from whichever layout the line has.
+    """Add layout, ts, level, thread, logger, message and is_start from the line's layout.
 
     lines: source_file, line_number, value. zone: the time zone of offset-less timestamps.
     """
     value = F.regexp_replace(F.col("value"), r"\r$", "")
-    l4j, bk, cpp = (value.rlike(p) for p in (PULSAR_LOG4J, BOOKKEEPER, CPP_CLIENT))
-    offset = F.regexp_replace(
-        F.regexp_replace(_group(value, PULSAR_LOG4J, 2), "Z", "+0000"), ":", ""
-    )
-    l4j_ts = F.to_timestamp(
-        F.concat(_group(value, PULSAR_LOG4J, 1), offset), "yyyy-MM-dd'T'HH:mm:ss,SSSxx"
-    )
-    bk_ts = _zoned(_group(value, BOOKKEEPER, 1), zone, "yyyy-MM-dd'T'HH:mm:ss,SSS")
-    cpp_ts = _zoned(_group(value, CPP_CLIENT, 1), zone, "yyyy-MM-dd HH:mm:ss.SSS")
+    matches = [(layout, value.rlike(layout.regex)) for layout in LAYOUTS]
 
-    def pick(l4j_col: Column, bk_col: Column, cpp_col: Column) -> Column:
-        return F.when(l4j, l4j_col).when(bk, bk_col).when(cpp, cpp_col)
+    def pick(field: str) -> Column:
+        chosen = None
+        for layout, matched in matches:
+            column = _layout_values(value, layout, zone)[field]
+            chosen = F.when(matched, column) if chosen is None else chosen.when(matched, column)
+        return chosen
 
+    layout_name = None
+    for layout, matched in matches:
+        name = F.lit(layout.name)
+        layout_name = (
+            F.when(matched, name) if layout_name is None else layout_name.when(matched, name)
+        )
     return lines.select(
         "source_file",
         "line_number",
         value.alias("value"),
-        (l4j | bk | cpp).alias("is_start"),
-        pick(l4j_ts, bk_ts, cpp_ts).alias("ts"),
-        pick(
-            *(_group(value, p, i) for p, i in ((PULSAR_LOG4J, 4), (BOOKKEEPER, 2), (CPP_CLIENT, 2)))
-        ).alias("level"),
-        pick(
-            *(_group(value, p, i) for p, i in ((PULSAR_LOG4J, 3), (BOOKKEEPER, 3), (CPP_CLIENT, 3)))
-        ).alias("thread"),
-        pick(
-            *(_group(value, p, i) for p, i in ((PULSAR_LOG4J, 5), (BOOKKEEPER, 4), (CPP_CLIENT, 4)))
-        ).alias("logger"),
-        pick(
-            *(
-                F.regexp_extract(value, p, i)
-                for p, i in ((PULSAR_LOG4J, 6), (BOOKKEEPER, 5), (CPP_CLIENT, 5))
-            )
-        ).alias("message"),
+        layout_name.alias("layout"),
+        layout_name.isNotNull().alias("is_start"),
+        pick("ts").alias("ts"),
+        pick("level").alias("level"),
+        pick("thread").alias("thread"),
+        pick("logger").alias("logger"),
+        F.coalesce(pick("message"), F.lit("")).alias("message"),
     )
+
+
+def is_continuation(value: Column) -> Column:
+    """The line looks like the rest of the entry above (a stack trace, a dump, a blank line)."""
+    return value.rlike(CONTINUATION)
 
 
 def with_entry_number(lines: DataFrame) -> DataFrame:
     """Number the entries of each file: a running count of entry starts, in line order.
 
-    Lines that start with a date but match no layout start an entry of their own (a broken
-    line must not swallow the lines after it into the entry before it).
+    An entry starts at a line of a known layout, at a line that starts with a date but matches
+    no layout (a broken line must not swallow the lines after it), and at any line that does
+    not look like a continuation (application output is a row of its own).
     """
-    starts_entry = F.col("is_start") | F.col("value").rlike(STARTS_WITH_DATE)
+    starts_entry = (
+        F.col("is_start")
+        | F.col("value").rlike(STARTS_WITH_DATE)
+        | ~is_continuation(F.col("value"))
+    )
     in_file_order = (
         W.partitionBy("source_file")
         .orderBy("line_number")
@@ -115,7 +245,7 @@ def with_entry_number(lines: DataFrame) -> DataFrame:
 
 
 def to_entries(lines: DataFrame) -> DataFrame:
-    """Fold continuation lines into their entry; orphans and broken lines keep a parse_error.
+    """Fold continuation lines into their entry; other lines keep a parse_error.
 
     Out: source_file, line_number (of the entry's first line), ts, level, thread, logger,
     message (first line's message, then the continuation lines), raw (all lines), parse_error,
@@ -133,7 +263,8 @@ def to_entries(lines: DataFrame) -> DataFrame:
     parse_error = (
         F.when(first_is_entry, F.lit(None).cast("string"))
         .when(F.col("_key") < 0, F.lit(ERR_ORPHAN))
-        .otherwise(F.lit(ERR_LAYOUT))
+        .when(first["value"].rlike(STARTS_WITH_DATE), F.lit(ERR_LAYOUT))
+        .otherwise(F.lit(ERR_NOT_ENTRY))
     )
     return grouped.select(
         "source_file",
@@ -156,4 +287,17 @@ def parse_log_lines(lines: DataFrame, zone: str = "UTC") -> DataFrame:
     """Numbered raw lines (source_file, line_number, value) → one row per log entry."""
     return (
         lines.transform(with_layout_fields, zone).transform(with_entry_number).transform(to_entries)
+    )
+
+
+def layout_counts(lines: DataFrame, zone: str = "UTC") -> DataFrame:
+    """Per file and layout, how many lines start an entry of that layout (layout null: none).
+
+    Tells which layout each file was recognised in: a client file in the Java client's
+    log4j2 layout, in the C++ client's, or in both.
+    """
+    return (
+        lines.transform(with_layout_fields, zone)
+        .groupBy("source_file", "layout")
+        .agg(F.count(F.lit(1)).alias("lines"))
     )

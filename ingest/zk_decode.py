@@ -1,13 +1,20 @@
 """Readable text for the znodes Pulsar and BookKeeper keep in ZooKeeper.
 
-* `/ledgers/…/L<id>`: `BookieMetadataFormatVersion\\t3\\n` + length-delimited protobuf
-  LedgerMetadataFormat (state, quorums, ensembles per segment, custom metadata); version 2
-  is protobuf text format, kept as text.
-* `/ledgers/available[/readonly]/<bookie>`: protobuf BookieServiceInfoFormat (endpoints).
-* `/managed-ledgers/…`: protobuf ManagedLedgerInfo (ledger list) or ManagedCursorInfo.
-* underreplication, cookies, locks: protobuf text format; policies, brokers, ownership: JSON.
+Binary payloads are decoded by the `protobuf` library with the project's own descriptions of
+the formats (ingest/zk_proto/*.proto, generated into *_pb2.py by scripts/gen_proto.sh), so
+every field type, unknown fields and newer writers are handled as protobuf defines:
 
-No protobuf library is needed: a small wire-format reader walks the fields by number.
+* `/ledgers/…/L<id>`: `BookieMetadataFormatVersion\\t3\\n` + length-delimited
+  LedgerMetadataFormat (state, quorums, ensembles per segment, custom metadata); format 2 is
+  the same message in protobuf text format.
+* `/ledgers/available[/readonly]/<bookie>`: BookieServiceInfoFormat (endpoints, properties).
+* `/managed-ledgers/<tenant>/<ns>/<domain>/<topic>`: ManagedLedgerInfo (ledger list);
+  one level deeper, `/<cursor>`: ManagedCursorInfo. Either may also be JSON.
+* underreplication, locks, cookies: protobuf text format; policies, brokers, ownership: JSON.
+
+Decoded values are JSON objects with stable snake_case keys (pipelines.zk_events reads
+`state`, `segment_count`, `ensemble`, `replica`); `unknown_fields` counts the fields a
+payload has beyond those described, e.g. written by a newer version.
 """
 
 from __future__ import annotations
@@ -16,16 +23,23 @@ import base64
 import json
 from typing import Any
 
-LEDGER_STATES = {1: "OPEN", 2: "IN_RECOVERY", 3: "CLOSED"}
-DIGESTS = {1: "CRC32", 2: "HMAC", 3: "CRC32C", 4: "DUMMY"}
-LEDGER_HEADER = b"BookieMetadataFormatVersion\t"
+from google.protobuf import text_format
+from google.protobuf.message import DecodeError, Message
 
-Fields = list[tuple[int, Any]]
+from ingest.zk_proto import bookkeeper_metadata_pb2 as bk
+from ingest.zk_proto import managed_ledger_pb2 as ml
+
+LEDGER_HEADER = b"BookieMetadataFormatVersion\t"
+_ML_ROOT = "/managed-ledgers/"
+_TOPIC_DEPTH = 4  # tenant / namespace / domain / topic
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """The length prefix of a length-delimited message (framing, not message content)."""
     result = shift = 0
     while True:
+        if pos >= len(buf):
+            raise DecodeError("truncated length prefix")
         byte = buf[pos]
         pos += 1
         result |= (byte & 0x7F) << shift
@@ -34,122 +48,145 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
+def _unknown_count(message: Message) -> int:
+    """Fields in the payload that the .proto does not describe, in the message and below."""
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    count = len(UnknownFieldSet(message))
+    for field, value in message.ListFields():
+        if field.message_type is None or field.message_type.GetOptions().map_entry:
+            continue
+        children = value if field.is_repeated else [value]
+        count += sum(_unknown_count(child) for child in children)
+    return count
 
 
-def parse_fields(buf: bytes) -> Fields:
-    """(field number, value) pairs of one protobuf message: ints or raw bytes."""
-    fields: Fields = []
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 2:
-            length, pos = _varint(buf, pos)
-            value, pos = buf[pos : pos + length], pos + length
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            value, pos = int.from_bytes(buf[pos : pos + size], "little"), pos + size
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-        fields.append((number, value))
-    return fields
+def _parse(message: Message, data: bytes) -> Message:
+    message.ParseFromString(data)
+    return message
 
 
-def _all(fields: Fields, number: int) -> list[Any]:
-    return [v for n, v in fields if n == number]
+def _enum_name(message: Message, field: str) -> str | None:
+    if not message.HasField(field):
+        return None
+    descriptor = message.DESCRIPTOR.fields_by_name[field].enum_type
+    value = getattr(message, field)
+    known = descriptor.values_by_number.get(value)
+    return known.name if known else str(value)
 
 
-def _one(fields: Fields, number: int, default: Any = None) -> Any:
-    values = _all(fields, number)
-    return values[-1] if values else default
-
-
-def _text(value: bytes) -> str:
-    return value.decode("utf-8", "replace")
-
-
-def decode_ledger_metadata(data: bytes) -> dict[str, Any]:
-    """BookKeeper ledger metadata (format 3) → dict; format 2 text is returned as text."""
-    header, _, rest = data.partition(b"\n")
-    version = int(header[len(LEDGER_HEADER) :] or 0)
-    if version < 3:
-        return {"format_version": version, "text": _text(rest)}
-    length, pos = _varint(rest, 0)
-    fields = parse_fields(rest[pos : pos + length])
-    segments = []
-    for seg in _all(fields, 6):
-        sf = parse_fields(seg)
-        ensemble = [_text(b) for b in _all(sf, 1)]
-        segments.append({"first_entry_id": _signed(_one(sf, 2, 0)), "ensemble": ensemble})
-    custom = {}
-    for entry in _all(fields, 11):
-        ef = parse_fields(entry)
-        custom[_text(_one(ef, 1, b""))] = _text(_one(ef, 2, b""))
+def _ledger_dict(meta: bk.LedgerMetadataFormat, version: int) -> dict[str, Any]:
+    segments = [
+        {"first_entry_id": s.firstEntryId, "ensemble": list(s.ensembleMember)} for s in meta.segment
+    ]
     return {
         "format_version": version,
-        "state": LEDGER_STATES.get(_one(fields, 5), str(_one(fields, 5))),
-        "ensemble_size": _one(fields, 2),
-        "write_quorum": _one(fields, 1),
-        "ack_quorum": _one(fields, 9, _one(fields, 1)),
-        "last_entry_id": _signed(_one(fields, 4, (1 << 64) - 1)),
-        "length": _one(fields, 3),
-        "digest": DIGESTS.get(_one(fields, 7)),
-        "ctime": _one(fields, 10),
+        "state": _enum_name(meta, "state"),
+        "ensemble_size": meta.ensembleSize if meta.HasField("ensembleSize") else None,
+        "write_quorum": meta.quorumSize if meta.HasField("quorumSize") else None,
+        "ack_quorum": meta.ackQuorumSize if meta.HasField("ackQuorumSize") else meta.quorumSize,
+        "last_entry_id": meta.lastEntryId if meta.HasField("lastEntryId") else -1,
+        "length": meta.length,
+        "digest": _enum_name(meta, "digestType"),
+        "ctime": meta.ctime if meta.HasField("ctime") else None,
         "segments": segments,
         "segment_count": len(segments),
         "ensemble": ", ".join(segments[-1]["ensemble"]) if segments else None,
-        "custom_metadata": custom,
+        "custom_metadata": {e.key: e.value.decode("utf-8", "replace") for e in meta.customMetadata},
+        "unknown_fields": _unknown_count(meta),
     }
 
 
+def decode_ledger_metadata(data: bytes) -> dict[str, Any]:
+    """BookKeeper ledger metadata → dict: format 3 binary, format 2 text (else kept as text)."""
+    header, _, rest = data.partition(b"\n")
+    version = int(header[len(LEDGER_HEADER) :] or 0)
+    meta = bk.LedgerMetadataFormat()
+    if version < 3:
+        text = rest.decode("utf-8", "replace")
+        try:
+            text_format.Parse(text, meta, allow_unknown_field=True)
+        except text_format.ParseError:
+            return {"format_version": version, "text": text}
+        return _ledger_dict(meta, version)
+    length, pos = _varint(rest, 0)
+    if pos + length > len(rest):
+        raise DecodeError(f"ledger metadata of {length} bytes, only {len(rest) - pos} present")
+    return _ledger_dict(_parse(meta, rest[pos : pos + length]), version)
+
+
 def decode_bookie_info(data: bytes) -> dict[str, Any]:
-    """BookieServiceInfoFormat: endpoints (6) and properties (7)."""
-    fields = parse_fields(data)
-    endpoints = []
-    for ep in _all(fields, 6):
-        f = parse_fields(ep)
-        endpoints.append(
-            {"id": _text(_one(f, 1, b"")), "port": _one(f, 2), "host": _text(_one(f, 3, b""))}
-            | {"protocol": _text(_one(f, 4, b""))}
-        )
-    properties = {}
-    for prop in _all(fields, 7):
-        f = parse_fields(prop)
-        properties[_text(_one(f, 1, b""))] = _text(_one(f, 2, b""))
-    return {"endpoints": endpoints, "properties": properties}
+    """BookieServiceInfoFormat: endpoints and properties."""
+    info = _parse(bk.BookieServiceInfoFormat(), data)
+    endpoints = [
+        {"id": e.id, "port": e.port, "host": e.host, "protocol": e.protocol} for e in info.endpoints
+    ]
+    return {
+        "endpoints": endpoints,
+        "properties": dict(info.properties),
+        "unknown_fields": _unknown_count(info),
+    }
 
 
 def decode_managed_ledger(data: bytes) -> dict[str, Any]:
-    """ManagedLedgerInfo: ledgerInfo (1: ledgerId, entries, size, timestamp), terminatedPosition."""
-    fields = parse_fields(data)
-    ledgers = []
-    for info in _all(fields, 1):
-        f = parse_fields(info)
-        ledgers.append(
-            {"ledger_id": _one(f, 1), "entries": _one(f, 2), "size": _one(f, 3)}
-            | {"timestamp": _one(f, 4)}
-        )
-    return {"ledgers": ledgers}
+    """ManagedLedgerInfo: the ledgers (id, entries, size, timestamp), terminated position."""
+    info = _parse(ml.ManagedLedgerInfo(), data)
+    ledgers = [
+        {
+            "ledger_id": i.ledgerId,
+            "entries": i.entries if i.HasField("entries") else None,
+            "size": i.size if i.HasField("size") else None,
+            "timestamp": i.timestamp if i.HasField("timestamp") else None,
+        }
+        for i in info.ledgerInfo
+    ]
+    decoded: dict[str, Any] = {"ledgers": ledgers, "unknown_fields": _unknown_count(info)}
+    if info.HasField("terminatedPosition"):
+        position = info.terminatedPosition
+        decoded["terminated_at"] = f"{position.ledgerId}:{position.entryId}"
+    return decoded
 
 
-def _text_format(data: str) -> dict[str, Any]:
-    """Protobuf text format `key: "value"` lines → dict (repeated keys become lists)."""
-    out: dict[str, Any] = {}
-    for line in data.splitlines():
-        key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        value = value.strip().strip('"')
-        if key.strip() in out:
-            previous = out[key.strip()]
-            out[key.strip()] = (previous if isinstance(previous, list) else [previous]) + [value]
-        else:
-            out[key.strip()] = value
-    return out
+def decode_managed_cursor(data: bytes) -> dict[str, Any]:
+    """ManagedCursorInfo: the cursor's ledger, mark-delete position and properties."""
+    cursor = _parse(ml.ManagedCursorInfo(), data)
+    return {
+        "cursors_ledger_id": cursor.cursorsLedgerId,
+        "mark_delete_ledger_id": cursor.markDeleteLedgerId
+        if cursor.HasField("markDeleteLedgerId")
+        else None,
+        "mark_delete_entry_id": cursor.markDeleteEntryId,
+        "individually_deleted_ranges": len(cursor.individualDeletedMessages),
+        "properties": {p.name: p.value for p in cursor.properties},
+        "cursor_properties": {p.name: p.value for p in cursor.cursorProperties},
+        "unknown_fields": _unknown_count(cursor),
+    }
+
+
+_TEXT_FORMATS = {
+    "/ledgers/underreplication/ledgers/": bk.UnderreplicatedLedgerFormat,
+    "/ledgers/underreplication/locks/": bk.LockDataFormat,
+    "/ledgers/cookies/": bk.CookieFormat,
+}
+
+
+def _text_format(path: str, text: str) -> dict[str, Any]:
+    """Protobuf text format → dict (repeated fields as lists); a cookie's version line first."""
+    message_type = next((t for p, t in _TEXT_FORMATS.items() if path.startswith(p)), None)
+    if message_type is None:
+        return {"text": text}
+    head, _, body = text.partition("\n")
+    if path.startswith("/ledgers/cookies/") and head.strip().isdigit():
+        text = body
+    message = text_format.Parse(text, message_type(), allow_unknown_field=True)
+    decoded: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        decoded[field.name] = list(value) if field.is_repeated else value
+    if "replica" in decoded:
+        # one replica stays a string, as zk_events reads `$.replica` as the lost bookie(s)
+        replicas = decoded["replica"]
+        decoded["replica"] = replicas[0] if len(replicas) == 1 else replicas
+    return decoded
 
 
 def _decode(path: str, data: bytes) -> Any:
@@ -160,9 +197,7 @@ def _decode(path: str, data: bytes) -> Any:
     text = data.decode("utf-8")  # UnicodeDecodeError → binary, handled by the caller
     if text.lstrip().startswith(("{", "[")):
         return json.loads(text)
-    if path.startswith("/ledgers/underreplication/") or path.startswith("/ledgers/cookies/"):
-        return _text_format(text)
-    return {"text": text}
+    return _text_format(path, text)
 
 
 def decode_znode(path: str, data: bytes | None) -> tuple[str | None, str | None]:
@@ -176,26 +211,22 @@ def decode_znode(path: str, data: bytes | None) -> tuple[str | None, str | None]
     except UnicodeDecodeError:
         raw = "base64:" + base64.b64encode(data).decode("ascii")
     try:
-        if path.startswith("/managed-ledgers/"):
+        if path.startswith(_ML_ROOT):
             decoded: Any = _managed_ledger_or_cursor(path, data)
         else:
             decoded = _decode(path, data)
-    except (ValueError, IndexError, UnicodeDecodeError) as exc:
+    except (ValueError, IndexError, UnicodeDecodeError, DecodeError) as exc:
         decoded = {"undecoded": f"{type(exc).__name__}: {exc}"}
     return raw, json.dumps(decoded, separators=(",", ":"), sort_keys=True)
 
 
 def _managed_ledger_or_cursor(path: str, data: bytes) -> Any:
+    """By the path's depth: a topic's ManagedLedgerInfo, or one level below, a cursor."""
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         pass
-    fields = parse_fields(data)
-    if fields and fields[0][0] == 1 and isinstance(fields[0][1], bytes):
-        return decode_managed_ledger(data)
-    # ManagedCursorInfo: cursorsLedgerId (1), markDeleteLedgerId (2), markDeleteEntryId (3)
-    return {
-        "cursors_ledger_id": _signed(_one(fields, 1, 0)),
-        "mark_delete_ledger_id": _one(fields, 2),
-        "mark_delete_entry_id": _signed(_one(fields, 3, 0)),
-    }
+    depth = len(path[len(_ML_ROOT) :].strip("/").split("/"))
+    if depth > _TOPIC_DEPTH:
+        return decode_managed_cursor(data)
+    return decode_managed_ledger(data)

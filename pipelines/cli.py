@@ -50,7 +50,7 @@ def exit_code(ctx: Context, result: dict[str, Any]) -> int:
     """
     if not getattr(ctx.args, "fail_on_anomaly", False):
         return EXIT_OK
-    failing = any(run["valid"] != "true" for run in result["runs"])
+    failing = any(run["valid"] is not True for run in result["runs"])
     return EXIT_ANOMALIES if failing else EXIT_OK
 
 
@@ -132,3 +132,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("summary", parents=[common, fail], help="print the verdicts in gold")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
     p.set_defaults(handler=cmd_summary)
+
+    from pipelines.logs_cli import register_logs
+
+    register_logs(sub, common)

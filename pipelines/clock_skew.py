@@ -118,3 +118,52 @@ def with_corrected_ts(events: DataFrame, offsets: DataFrame) -> DataFrame:
         .drop("_offset_ms")
         .select(*events.columns)
     )
+
+
+HOUR_MS = 3_600_000
+
+
+def whole_hour_offsets(events: DataFrame, pairings: list[Pairing] | None = None) -> DataFrame:
+    """Hosts whose paired events are a whole number of hours (± MAX_PAIR_GAP_MS) off.
+
+    Such pairs never reach `estimate_offsets` (it keeps pairs a few seconds apart): a whole
+    number of hours usually means log timestamps without an offset read in the wrong time
+    zone (`ingest logs --tz`), on the client's side or the host's. Out: host, hours, matches.
+    """
+    pairs = None
+    for pairing in pairings or BROKER_PAIRINGS:
+        host_side = _side(events, pairing.host_event, pairing.host_source).select(
+            F.col("event_id").alias("host_event"),
+            "host",
+            F.col(pairing.key).alias("key"),
+            F.unix_micros("ts").alias("host_us"),
+        )
+        ref_side = _side(events, pairing.ref_event, pairing.ref_source).select(
+            F.col(pairing.key).alias("key"), F.unix_micros("ts").alias("ref_us")
+        )
+        delta_ms = (F.col("host_us") - F.col("ref_us")) / F.lit(1000.0)
+        hours = F.round(delta_ms / F.lit(HOUR_MS)).cast("int")
+        part = (
+            host_side.join(ref_side, on="key", how="inner")
+            .select(
+                "host_event",
+                "host",
+                hours.alias("hours"),
+                (delta_ms - hours * HOUR_MS).alias("rest"),
+            )
+            .filter((F.col("hours") != 0) & (F.abs("rest") <= MAX_PAIR_GAP_MS))
+        )
+        pairs = part if pairs is None else pairs.unionByName(part)
+    # one host event may fall near several reference events: it counts once
+    return pairs.groupBy("host", "hours").agg(F.count_distinct("host_event").alias("matches"))
+
+
+def describe_whole_hour_offset(host: str, hours: int, matches: int) -> str:
+    """The warning for one host whose clock looks a whole number of hours off."""
+    sign = "ahead of" if hours > 0 else "behind"
+    return (
+        f"{host}'s log times are {abs(hours)} h {sign} the client logs' in {matches} paired "
+        "event(s): a whole number of hours usually means timestamps without an offset were "
+        "read in the wrong time zone (check `ingest logs --tz` for the client and BookKeeper "
+        "logs)"
+    )

@@ -20,11 +20,12 @@ SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 
 
 def run_deduplication(run_events: DataFrame) -> DataFrame:
-    """(run_id, deduplication): true when a config event of the run says deduplication is on."""
+    """(run_id, deduplication): true / false as the run's config events say; null if they
+    do not say (a run without config event has no row)."""
     return (
         run_events.filter(F.col("event") == "config")
         .groupBy("run_id")
-        .agg(F.bool_or(F.coalesce("deduplication", F.lit(False))).alias("deduplication"))
+        .agg(F.bool_or("deduplication").alias("deduplication"))
     )
 
 
@@ -106,10 +107,24 @@ def detect_duplicated(
         .when(F.col("fewest") == F.col("most"), F.format_string("%d times", F.col("most")))
         .otherwise(F.format_string("%d–%d times", F.col("fewest"), F.col("most")))
     )
-    why = F.when(
-        F.coalesce("deduplication", F.lit(False)),
-        "although deduplication is on for this run",
-    ).otherwise("a producer retry after a failover without deduplication wrote them again")
+    # What the data shows about deduplication; the cause of the second send is only named by
+    # the correlated infrastructure events (`causes`), never assumed here.
+    why = (
+        F.when(
+            F.col("deduplication"),
+            "although deduplication is on for this run; why it did not drop the second copy is "
+            "unknown unless a cause is listed",
+        )
+        .when(
+            ~F.col("deduplication"),
+            "deduplication is off for this run, so each send of the same message is stored; "
+            "why the producer sent it again is unknown unless a cause is listed",
+        )
+        .otherwise(
+            "the trace does not say whether deduplication was on; the cause is unknown unless "
+            "a cause is listed"
+        )
+    )
     explanation = F.format_string(
         "%s (%s) %s, delivered to subscription %s, %s stored %s: %s — %s",
         plural("count", "message", "messages"),

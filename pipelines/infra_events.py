@@ -13,7 +13,14 @@ import logging
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.clock_skew import UNCORRECTED, estimate_offsets, with_corrected_ts
+from pipelines.clock_skew import (
+    UNCORRECTED,
+    describe_whole_hour_offset,
+    estimate_offsets,
+    whole_hour_offsets,
+    with_corrected_ts,
+)
+from pipelines.consumer_attribution import with_consumer_topics
 from pipelines.log_patterns import COLUMN_GROUPS, PATTERNS, LogPattern
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import INFRA_EVENTS, conform
@@ -28,7 +35,7 @@ def _nonempty(c: Column) -> Column:
     return F.when(c != "", c)
 
 
-def _pattern_number(patterns: list[LogPattern]) -> Column:
+def pattern_number(patterns: list[LogPattern]) -> Column:
     """Index of the first pattern the entry matches (null when none does)."""
     chosen = None
     for number, p in enumerate(patterns):
@@ -76,10 +83,14 @@ def event_id(*parts: str) -> Column:
 
 
 def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = None) -> DataFrame:
-    """Parsed log entries (LOG_LINES) → one infra event per entry that matches a pattern."""
+    """Parsed log entries (LOG_LINES) → one infra event per entry that matches a pattern.
+
+    Client consumer lines without a topic get it from `with_consumer_topics`, applied to the
+    events of every source (build_infra_events does so once they are cached).
+    """
     patterns = patterns or PATTERNS
     matched = entries.filter(F.col("parse_error").isNull() & F.col("ts").isNotNull()).withColumn(
-        "_pattern", _pattern_number(patterns)
+        "_pattern", pattern_number(patterns)
     )
     events = matched.filter(F.col("_pattern").isNotNull()).select(
         "ts",
@@ -145,12 +156,16 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
         .unionByName(zk_change_events(lakehouse.read("zk_changes")))
         .persist()
     )
+    attributed = matched.transform(with_consumer_topics).persist()
     try:
-        offsets = estimate_offsets(matched)
+        offsets = estimate_offsets(attributed)
+        for row in whole_hour_offsets(attributed).collect():
+            log.warning(describe_whole_hour_offset(row.host, row.hours, row.matches))
         lakehouse.overwrite("clock_offsets", offsets)
-        events = with_corrected_ts(matched, lakehouse.read("clock_offsets"))
+        events = with_corrected_ts(attributed, lakehouse.read("clock_offsets"))
         count = lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
     finally:
+        attributed.unpersist()
         matched.unpersist()
     log.info("infra events: %d rows", count)
     return count
@@ -161,3 +176,12 @@ def _union(parts: list[DataFrame]) -> DataFrame:
     for part in parts[1:]:
         result = result.unionByName(part)
     return result
+
+
+def clock_warnings(lakehouse: Lakehouse) -> list[str]:
+    """Warnings about host clocks that look a whole number of hours off (wrong --tz).
+
+    For the analyze summary; computed from silver.infra_events (a small aggregate).
+    """
+    rows = whole_hour_offsets(lakehouse.read("infra_events")).orderBy("host").collect()
+    return [describe_whole_hour_offset(r.host, r.hours, r.matches) for r in rows]

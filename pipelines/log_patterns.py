@@ -15,41 +15,22 @@ PATTERNS only. Rows are tried in order; the first match wins, so specific forms 
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from pipelines.log_pattern_types import (
+    BUNDLE,
+    CLIENT,
+    COLUMN_GROUPS,
+    JAVA_CLIENT,
+    LEDGER,
+    ML,
+    SERVER,
+    TOPIC,
+    LogPattern,
+    cls,
+)
+from pipelines.log_patterns_clients import CLIENT_VERSION_PATTERNS
+from pipelines.log_patterns_servers import SERVER_VERSION_PATTERNS
 
-SERVER = ("broker", "bookie")  # standalone writes broker and bookie lines to one file
-CLIENT = ("client",)
-JAVA_CLIENT = ("client", "broker")  # the broker embeds a Java client (system topics)
-
-TOPIC = r"(?P<topic>(?:non-)?persistent://[^\s\],}]+)"
-ML = r"(?P<ml>[^\s\[\]/]+/[^\s\[\]/]+/(?:non-)?persistent/[^\s\]]+)"
-BUNDLE = r"(?P<bundle>[^\s\[\](),]+/0x[0-9a-f]{8}_0x[0-9a-f]{8})"
-LEDGER = r"(?P<ledger_id>\d+)"
-COLUMN_GROUPS = ("topic", "ml", "bundle", "ledger_id", "bookie")
-
-
-@dataclass(frozen=True)
-class LogPattern:
-    event_type: str
-    sources: tuple[str, ...]
-    logger: str
-    message: str
-    notes: str = ""
-
-    def groups(self) -> dict[str, int]:
-        """Named group → group number (Spark's regexp_extract takes numbers)."""
-        return dict(re.compile(self.message).groupindex)
-
-    def java_message(self) -> str:
-        """The message regex for Java (Spark): named groups become plain numbered groups."""
-        return re.sub(r"\(\?P<\w+>", "(", self.message)
-
-
-def cls(*names: str) -> str:
-    """Logger regex for classes by simple name (any package)."""
-    return rf"(?:^|\.)(?:{'|'.join(names)})$"
-
+__all__ = ["COLUMN_GROUPS", "PATTERNS", "LogPattern"]
 
 P = LogPattern
 # fmt: off
@@ -273,6 +254,8 @@ PATTERNS: list[LogPattern] = [
       rf"^\[{TOPIC}\] Replaying (?P<entries>\d+) entries for deduplication", "3.0-4.2; 4.0.7 seen"),
     P("dedup_enabled", SERVER, cls("MessageDeduplication"), rf"^\[{TOPIC}\] Enabled deduplication",
       "3.0-4.2; 4.0.7 seen"),
+    # ---- clients per version (C++ 2.x-4.x, Java 2.10-4.2, Go): specific forms first
+    *CLIENT_VERSION_PATTERNS,
     # ---- C++ / Python client
     P("client_reconnect_scheduled", CLIENT, cls("HandlerBase"),
       rf"^\[{TOPIC}, (?P<client_name>[^\]]*)\] Schedule reconnection in (?P<delay_s>[\d.]+) s",
@@ -289,7 +272,8 @@ PATTERNS: list[LogPattern] = [
       r"^\[(?P<connection>[^\]]*)\] Got invalid producer Id in SendReceipt: (?P<producer_id>\d+) "
       r"-- msg: (?P<seq>\d+)", "4.2.0 seen after an unload: receipts for the closed producer"),
     P("client_consumer_created", CLIENT, cls("ConsumerImpl"),
-      rf"^\[{TOPIC}, (?P<subscription>[^,\]]*), (?P<consumer_id>\d+)\] Created consumer on broker",
+      rf"^\[{TOPIC}, (?P<subscription>[^,\]]*), (?P<consumer_id>\d+)\] Created consumer on broker"
+      r" (?P<connection>\[[^\]]*\])",
       "4.2.0 seen"),
     P("client_consumer_closed", CLIENT, cls("ConsumerImpl"),
       rf"^\[{TOPIC}, (?P<subscription>[^,\]]*), (?P<consumer_id>\d+)\] Closed consumer",
@@ -307,5 +291,7 @@ PATTERNS: list[LogPattern] = [
       "Java 3.0-4.2; 4.0.7 seen (both forms, the broker's system-topic reader)"),
     P("client_producer_created", JAVA_CLIENT, cls("ProducerImpl"),
       rf"^\[{TOPIC}\] \[(?P<producer>[^\]]*)\] Created producer on cnx", "Java 3.0-4.2"),
+    # ---- broker and bookie forms of other versions (2.10-3.3)
+    *SERVER_VERSION_PATTERNS,
 ]
 # fmt: on

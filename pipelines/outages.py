@@ -95,8 +95,9 @@ def _explained(stretches: DataFrame, ladder_ms: list[int]) -> DataFrame:
         F.format_string("producer %s on partition %d", F.col("producer"), F.col("partition")),
     ).otherwise(F.format_string("producer %s", F.col("producer")))
     explanation = F.format_string(
-        "%s had %d message(s) in flight and none completed for %.1f ms — nearest step %d "
-        "(%d ms) of the client's reconnect backoff, as after a bundle unload or a failover",
+        "%s had %d message(s) in flight and none completed for %.1f ms — as long as step %d "
+        "(%d ms) of the client's reconnect backoff; what stopped the completions is unknown "
+        "unless a cause is listed",
         who,
         F.col("in_flight"),
         F.col("duration_ms"),

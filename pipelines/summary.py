@@ -76,8 +76,16 @@ def run_rows(
     """gold.run_summary, one dict per (run, topic, subscription), sorted by that key.
 
     fields: add "reasons", "outages" or "unattributed" to show why a run is not valid.
+    `valid` is JSON's true or false, or the string "unknown" when the data cannot support a
+    verdict (gold keeps the three as strings).
     """
-    return _rows(lakehouse, "run_summary", fields, ("run_id", "topic", "subscription"), run_ids)
+    rows = _rows(lakehouse, "run_summary", fields, ("run_id", "topic", "subscription"), run_ids)
+    return [{**row, "valid": json_verdict(row["valid"])} if "valid" in row else row for row in rows]
+
+
+def json_verdict(valid: str) -> bool | str:
+    """gold's "true" / "false" / "unknown" → true / false / "unknown" for --json."""
+    return {"true": True, "false": False}.get(valid, valid)
 
 
 def outage_rows(

@@ -15,8 +15,9 @@ def _default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def print_json(obj: Any, out: TextIO = sys.stdout) -> None:
-    out.write(json.dumps(obj, default=_default, sort_keys=False) + "\n")
+def print_json(obj: Any, out: TextIO | None = None) -> None:
+    # sys.stdout is looked up at each call, so a redirected stdout (tests, callers) gets it
+    (out or sys.stdout).write(json.dumps(obj, default=_default, sort_keys=False) + "\n")
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:

@@ -103,6 +103,8 @@ RUN_EVENTS = T.StructType(
 )
 
 # One line (or multi-line entry) of a broker, bookie or client log, parsed or kept raw.
+# parse_error of a line that is no log entry (application output between the log lines):
+NOT_A_LOG_ENTRY = "not a log entry"
 LOG_LINES = T.StructType(
     [
         _f("source", _STR, False),

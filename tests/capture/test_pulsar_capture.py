@@ -45,7 +45,7 @@ def test_control_run_of_100k_messages(standalone, tmp_path: Path, lakehouse, con
     result = _analyze(lakehouse, config, out)
     assert result["ingest"]["quarantined"] == 0
     [run] = result["runs"]
-    assert run["valid"] == "true", run
+    assert run["valid"] is True, run
     assert (run["sent"], run["acked"], run["received"]) == (CONTROL_MESSAGES,) * 3
     assert {name: run[name] for name in ANOMALY_COUNTS} == dict.fromkeys(ANOMALY_COUNTS, 0)
 

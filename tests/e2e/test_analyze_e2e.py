@@ -29,7 +29,7 @@ def _run(run_id: str, subscription: str, **counts) -> dict:
 
 
 def _expected_runs() -> list[dict]:
-    clean = {"sent": 200, "acked": 200, "nacked": 0, "received": 200, **ZERO, "valid": "true"}
+    clean = {"sent": 200, "acked": 200, "nacked": 0, "received": 200, **ZERO, "valid": True}
     return [
         _run("run-clean", "reader-1", **clean),
         _run("run-clean", "reader-2", **clean),
@@ -41,7 +41,7 @@ def _expected_runs() -> list[dict]:
             nacked=0,
             received=50,
             **{**ZERO, "duplicated": 2},
-            valid="false",
+            valid=False,
         ),
         _run(
             "run-faults",
@@ -58,7 +58,7 @@ def _expected_runs() -> list[dict]:
             out_of_order=1,
             poll_skip=4,  # the reader jumped over 50–52 (lost) and over 200 (got it later)
             nonmonotonic_send=0,
-            valid="false",
+            valid=False,
         ),
         # The ack without a send counts as acked and lost, but the failed check makes the
         # verdict unknown rather than false.
@@ -80,7 +80,7 @@ def _expected_runs() -> list[dict]:
             nacked=0,
             received=99,
             **{**ZERO, "unseen": 1, "poll_skip": 1},  # got 9 then 11: a jump over 10
-            valid="false",
+            valid=False,
         ),
     ]
 
@@ -186,7 +186,7 @@ def test_real_unload_run_names_the_unload_as_the_outage_cause(lakehouse, config)
     result = analyze(lakehouse, config, EXAMPLE)
     assert result["infra"]["log_files"] == 2  # the broker log and the client log
     [run] = result["runs"]
-    assert (run["sent"], run["acked"], run["lost"], run["valid"]) == (4000, 4000, 0, "true")
+    assert (run["sent"], run["acked"], run["lost"], run["valid"]) == (4000, 4000, 0, True)
     unload = max(result["outages"], key=lambda o: o["duration_ms"])
     first = unload["causes"][0]
     assert first["event_type"] == "bundle_unload_requested"

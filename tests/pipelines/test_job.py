@@ -55,8 +55,8 @@ def test_run_pipeline_twice_gives_identical_gold(spark, lakehouse: Lakehouse, co
 
     report = summary_report(lakehouse)
     assert [(r["run_id"], r["lost"], r["received"], r["valid"]) for r in report["runs"]] == [
-        ("r1", 1, 2, "false"),
-        ("r2", 1, 2, "false"),
+        ("r1", 1, 2, False),
+        ("r2", 1, 2, False),
     ]
     outage = report["outages"][0]
     assert len(outage.pop("outage_id")) == 64  # sha2 of the natural key
@@ -84,4 +84,4 @@ def test_only_changed_runs_are_recomputed(spark, lakehouse: Lakehouse, config):
     after = _snapshot(lakehouse)["run_summary"]
     assert [r for r in after if r[0] == "r1"] == r1_before
     r2 = summary_report(lakehouse, ["r2"])["runs"]
-    assert [(r["lost"], r["received"], r["valid"]) for r in r2] == [(0, 3, "true")]
+    assert [(r["lost"], r["received"], r["valid"]) for r in r2] == [(0, 3, True)]

@@ -1,0 +1,101 @@
+"""Every command's --json output validates against docs/json-output.schema.json.
+
+The commands run for real (Spark, Delta, the fixtures); the Pulsar ones that need no cluster
+(status and down of an empty work dir) run too. `capture run` and `chaos run` need a real
+Pulsar: their schema is checked on the outputs of tests/capture.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from pulsar_audit.cli import main
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parent.parent / "docs" / "json-output.schema.json").read_text()
+)
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def validate(output: dict, command: str) -> None:
+    """Raise unless `output` is valid for `command` (its $defs name)."""
+    jsonschema.validate(output, {**SCHEMA, "$ref": f"#/$defs/{command}"})
+
+
+def _json(capsys, *argv: str) -> dict:
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_schema_is_a_valid_draft_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+@pytest.mark.parametrize("valid", ["true", "false", "True", None, 1])
+def test_valid_is_a_json_boolean_or_unknown(valid):
+    run = {
+        "run_id": "r",
+        "topic": "t",
+        "subscription": "s",
+        **dict.fromkeys(
+            [
+                "sent",
+                "acked",
+                "nacked",
+                "received",
+                "lost",
+                "unseen",
+                "unacked_received",
+                "duplicated",
+                "redelivered",
+                "out_of_order",
+            ],
+            0,
+        ),
+    }
+    for good in (True, False, "unknown"):
+        validate({"runs": [{**run, "valid": good}], "outages": [], "anomalies": []}, "summary")
+    with pytest.raises(jsonschema.ValidationError):
+        validate({"runs": [{**run, "valid": valid}], "outages": [], "anomalies": []}, "summary")
+
+
+def test_cluster_commands_without_a_cluster(capsys, tmp_path):
+    workdir = str(tmp_path / "run")
+    validate(_json(capsys, "cluster", "status", "--workdir", workdir), "cluster_status")
+    validate(_json(capsys, "cluster", "down", "--workdir", workdir), "cluster_down")
+
+
+def test_spark_commands(spark, capsys, tmp_path):
+    lake = ["--lakehouse", str(tmp_path / "lakehouse")]
+    validate(_json(capsys, "init", *lake), "init")
+    folder = tmp_path / "in"
+    (folder / "logs" / "client").mkdir(parents=True)
+    shutil.copy(FIXTURES / "traces" / "run-a.jsonl", folder)
+    shutil.copy(FIXTURES / "logs" / "client-unload.log", folder / "logs" / "client")
+    traces = _json(capsys, "ingest", "traces", str(folder), *lake)
+    validate(traces, "ingest_traces")
+    logs = FIXTURES / "logs" / "versions" / "client-cpp-3.2-consumer.log"
+    validate(_json(capsys, "ingest", "logs", str(logs), "--source", "client", *lake), "ingest_logs")
+    analyzed = _json(capsys, "analyze", str(folder), *lake)
+    validate(analyzed, "analyze")
+    assert {run["valid"] for run in analyzed["runs"]} <= {True, False, "unknown"}
+    validate(_json(capsys, "pipeline", *lake), "pipeline")
+    validate(_json(capsys, "summary", *lake), "summary")
+    run_id = traces["runs"][0]
+    validate(_json(capsys, "explain", run_id, *lake), "explain")
+    unmatched = _json(capsys, "logs", "unmatched", "--top", "5", *lake)
+    validate(unmatched, "logs_unmatched")
+    assert unmatched["templates"]
+
+
+def test_zk_capture_help_is_a_command(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["zk", "capture", "--help"])
+    assert exit_.value.code == 0
+    assert "--zookeeper HOST:PORT" in capsys.readouterr().out
