@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -152,6 +152,11 @@ def subscriptions(consumer_events: DataFrame, producer_events: DataFrame) -> Dat
     return traced.unionByName(untraced)
 
 
+def is_stored() -> Column:
+    """The event names a stored copy (ledger_id ≥ 0); -1:-1 is deduplication's 'dropped'."""
+    return F.col("ledger_id") >= 0
+
+
 def _producer_side(producer_events: DataFrame) -> DataFrame:
     """Per message: first send, first ack (with its MessageId), first nack, acked copies."""
     order = event_order()
@@ -168,7 +173,8 @@ def _producer_side(producer_events: DataFrame) -> DataFrame:
             first_ack.alias("first_ack"),
             F.bool_or(is_nack()).alias("has_nack"),
             first_nack.alias("first_nack"),
-            F.collect_set(F.when(is_ack(), message_id())).alias("acked_copies"),
+            # an ack of -1:-1 says the broker dropped the message as a duplicate: not a copy
+            F.collect_set(F.when(is_ack() & is_stored(), message_id())).alias("acked_copies"),
         )
     )
 

@@ -96,3 +96,19 @@ def test_message_history_holds_send_ack_copies_and_deliveries(spark):
         "TimeoutException",
     )
     assert (two.copies, two.subscriptions) == ([], [])
+
+
+def test_an_ack_of_minus_one_is_not_a_stored_copy(spark):
+    # the first send timed out; the broker had stored it at 1:4 and drops the resend (dedup on)
+    events = [
+        send(4, 0),
+        nack(4, 30_000, error="Timeout"),
+        send(4, 30_001, event_index=9),
+        ack(4, 30_050, ledger=-1, entry=-1),
+        receive(4, 40_000, ledger=1, entry=4),
+        end(40_001),
+    ]
+    silver, gold = build(spark, events)
+    (history,) = silver.message_history.collect()
+    assert [(c.ledger_id, c.entry_id) for c in history.copies] == [(1, 4)]
+    assert summary(gold)["s1"]["duplicated"] == 0

@@ -31,13 +31,6 @@ SUITE = {
     "kill-qw-bookies": {"scenario": "kill-qw-bookies", "bookies": 5, "auto_skip": True},
     "partitioned-unload": {"scenario": "unload", "partitions": 2, "seed": 4},
 }
-# Disagreements judged to be product bugs (see docs/simulator.md), asserted as still present.
-PRODUCT_BUGS: dict[str, str] = {
-    "isolate-broker-dedup": "an ack with MessageId -1:-1 (dropped by deduplication, trace "
-    "format v1) is counted as a stored copy (pipelines/silver.py _producer_side collects it "
-    "into acked_copies), so the one stored message looks stored twice: duplicated=1 and, "
-    "deduplication being on, valid=false",
-}
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +60,6 @@ def simulated(spark, tmp_path_factory: pytest.TempPathFactory):
 def test_analyze_agrees_with_the_truth(simulated, run_id: str):
     truths, report = simulated
     found = disagreements(report, truths[run_id])
-    if run_id in PRODUCT_BUGS:
-        assert found, f"product bug fixed? {PRODUCT_BUGS[run_id]}"
-        pytest.xfail(PRODUCT_BUGS[run_id])
     assert found == [], "\n".join(found)
 
 
