@@ -34,7 +34,6 @@ def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     from ingest import cli as ingest_cli
-    from ingest import zk_cli
     from ingest.pulsar import cli as pulsar_cli
     from ingest.simulate import cli as simulate_cli
     from pipelines import cli as pipelines_cli
@@ -59,7 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_analyze)
     for register in (
         ingest_cli.register,
-        zk_cli.register,
         pipelines_cli.register,
         pulsar_cli.register,
         simulate_cli.register,
