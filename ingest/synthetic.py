@@ -7,7 +7,7 @@ injection changes exactly what the trace format says a real cluster would show:
 - lost: acked, never delivered;       - nacked: nack instead of ack, never delivered
 - nacked_delivered: nack, yet stored and delivered (a timeout that was in fact written)
 - duplicated: stored twice — first copy in `first_ledger`, the retried copy (which the ack
-  names) in the next ledger — and both copies delivered
+  names) in the next ledger, where every later message goes too — and both copies delivered
 - redelivered: the same copy delivered twice;  - swapped: adjacent deliveries (s, s+1) swapped
 - outages: {seq: gap_ms}: from the send of `seq`, no completion for gap_ms; every message sent
   meanwhile is acked at the gap's end
@@ -101,24 +101,31 @@ def producer_events(spec: RunSpec) -> list[dict[str, Any]]:
 
 
 def _stored_id(spec: RunSpec, seq: int, retried: bool) -> tuple[int, int]:
-    return (spec.first_ledger + 1, seq) if retried else (spec.first_ledger, seq)
+    """Where a copy is stored. The retried copies open the next ledger (the new owner's), and
+    every later message is written there too, as after a real failover: acked MessageIds only
+    grow."""
+    after_retries = bool(spec.duplicated) and seq > max(spec.duplicated)
+    if retried or after_retries:
+        return (spec.first_ledger + 1, seq)
+    return (spec.first_ledger, seq)
 
 
 def _delivery_order(spec: RunSpec) -> list[tuple[int, tuple[int, int]]]:
     """(seq, stored id) in the order a Reader sees them: the ledger's entries, then the next's."""
-    first, second = [], []
+    entries = []
     for seq in range(spec.messages):
         if seq in spec.lost or seq in spec.nacked:
             continue
-        first.append((seq, _stored_id(spec, seq, retried=False)))
-        if seq in spec.duplicated:
-            second.append((seq, _stored_id(spec, seq, retried=True)))
+        entries.append((seq, _stored_id(spec, seq, retried=False)))
         if seq in spec.redelivered:
-            first.append((seq, _stored_id(spec, seq, retried=False)))
+            entries.append((seq, _stored_id(spec, seq, retried=False)))
+        if seq in spec.duplicated:
+            entries.append((seq, _stored_id(spec, seq, retried=True)))
     for seq in spec.swapped:
-        i = next(n for n, (s, _) in enumerate(first) if s == seq)
-        first[i], first[i + 1] = first[i + 1], first[i]
-    return first + second
+        i = next(n for n, (s, _) in enumerate(entries) if s == seq)
+        entries[i], entries[i + 1] = entries[i + 1], entries[i]
+    # ledger by ledger; within one, the order built above (swaps and redeliveries kept)
+    return sorted(entries, key=lambda entry: entry[1][0])
 
 
 def consumer_events(spec: RunSpec, reader: str) -> list[dict[str, Any]]:
