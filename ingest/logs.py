@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Row
@@ -80,12 +81,9 @@ class LogSource:
         return f"log:{self.sources[path]}"
 
     def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
-        source = _per_file(self.sources)
         table = _per_file({p: SOURCE_TABLE[s] for p, s in self.sources.items()})
         return parse_log_lines(lines, self.zone).withColumns(
             {
-                "source": source,
-                "host": F.coalesce(_per_file(self.hosts), F.lit("unknown")),
                 "_table": table,
                 "_units": F.col("lines"),
                 "_bad": F.col("parse_error").isNotNull(),
@@ -96,13 +94,31 @@ class LogSource:
         return [F.sum(F.col("parse_error").isNotNull().cast("long")).alias("parse_errors")]
 
     def output(self, staged: DataFrame, table: str, batch: Batch) -> DataFrame:
-        rows = staged.filter(F.col("_table") == table).withColumns(
-            {"ingest_id": F.lit(batch.ingest_id), "ingested_at": F.lit(batch.at)}
-        )
-        return conform(rows, LOG_LINES)
+        rows = staged.filter(F.col("_table") == table)
+        return with_lineage(rows, self.sources, self.hosts, batch.ingest_id, batch.at)
 
     def after_batch(self, lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> None:
         return None
+
+
+def with_lineage(
+    entries: DataFrame,
+    source: str | dict[str, str],
+    hosts: dict[str, str],
+    ingest_id: str,
+    at: datetime,
+) -> DataFrame:
+    """Add source (one for all, or per file), host (per file), ingest_id and ingested_at;
+    select LOG_LINES."""
+    rows = entries.withColumns(
+        {
+            "source": F.lit(source) if isinstance(source, str) else _per_file(source),
+            "host": F.coalesce(_per_file(hosts), F.lit("unknown")),
+            "ingest_id": F.lit(ingest_id),
+            "ingested_at": F.lit(at).cast("timestamp"),
+        }
+    )
+    return conform(rows, LOG_LINES)
 
 
 def _per_file(values: dict[str, str]) -> Column:

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pulsar_audit.cli import main
+from jobs.cli import main
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "docs" / "json-output.schema.json").read_text()
