@@ -22,6 +22,7 @@ from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
 from pipelines.causes import refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.job import PIPELINE_VERSION, run_pipeline
+from pipelines.recognition import recognized_by_source
 from pipelines.summary import summary_report
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
@@ -148,7 +149,8 @@ def analyze(
 
     Returns the `analyze --json` object: {"ingest": {...}, "infra": {...}, "runs": [...],
     "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes. When
-    alert sinks are configured, new alerts are raised and sent, and "alerts" says how it went.
+    alert sinks are configured, new alerts are raised and sent, and "alerts" says how it went;
+    when logs were ingested, "recognized" says per source how many entries a pattern knew.
     """
     check_inputs(path)
     with stage("create tables", progress):
@@ -161,6 +163,9 @@ def analyze(
     with stage("summary", progress):
         summary = summary_report(lakehouse)
     result = {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
+    if infra["log_files"]:  # what the patterns understood of the logs just taken in
+        with stage("log recognition", progress):
+            result["recognized"] = recognized_by_source(lakehouse)
     if config.alerts.sinks:
         with stage("alerts", progress):
             result["alerts"] = raise_and_send(lakehouse, config)

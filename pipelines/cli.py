@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pipelines.recognition import describe_recognition
 from pipelines.summary import OUTAGE_FIELDS, RUN_FIELDS
 from pulsar_audit.cli import EXIT_ANOMALIES, EXIT_OK, Context
 from pulsar_audit.output import format_table
@@ -27,6 +28,8 @@ def render(result: dict[str, Any]) -> str:
         parts.append("ingest\n" + format_table([result["ingest"]]))
     parts.append("runs\n" + format_table(result["runs"], RUN_COLUMNS))
     parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
+    if result.get("recognized"):
+        parts.append("logs\n" + "\n".join(describe_recognition(r) for r in result["recognized"]))
     explained = [
         f"- [{o['run_id']}] outage of {o['duration_ms']:.0f} ms at {o['start']}{_first_cause(o)}"
         for o in result["outages"]
