@@ -69,7 +69,8 @@ def _expected_runs() -> list[dict]:
             acked=21,
             nacked=0,
             received=20,
-            **{**ZERO, "lost": 1},
+            # the orphan ack (seq 999 at 10:999) comes before the acks of seq 1–19 at 10:1–10:19
+            **{**ZERO, "lost": 1, "nonmonotonic_send": 19},
             valid="unknown",
         ),
         _run(
@@ -170,6 +171,7 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
         ("run-faults", "redelivered", 150, 151),
         ("run-faults", "unacked_received", 260, 260),
         ("run-orphan", "lost", 999, 999),
+        ("run-orphan", "nonmonotonic_send", 1, 19),
         ("run-unseen", "poll_skip", 10, 10),
         ("run-unseen", "unseen", 10, 10),
     ]
