@@ -15,7 +15,8 @@ def summary(**over: Any) -> dict[str, Any]:
     row = {
         "run_id": "r1", "topic": TOPIC, "subscription": "s1", "sent": 10, "acked": 10,
         "nacked": 0, "received": 10, "lost": 0, "unseen": 0, "unacked_received": 0,
-        "duplicated": 0, "redelivered": 0, "out_of_order": 0, "outages": 0, "unattributed": 0,
+        "duplicated": 0, "redelivered": 0, "out_of_order": 0, "poll_skip": 0,
+        "nonmonotonic_send": 0, "outages": 0, "unattributed": 0,
         "valid": "true", "reasons": [],
     }  # fmt: skip
     return {**row, **over}
