@@ -55,8 +55,11 @@ def test_a_duplicated_message_was_stored_and_delivered_under_two_message_ids(
 
 def test_a_redelivered_message_came_twice_under_one_message_id(examples_lakehouse) -> None:
     life = _life(examples_lakehouse, 150)
-    assert _where(life["deliveries"]) == ["10:150", "10:150"]
-    assert [d["delivery_index"] for d in life["deliveries"]] == [147, 148]
+    assert _where(life["deliveries"]) == ["11:150", "11:150"]
+    assert [d["delivery_index"] for d in life["deliveries"]] == [
+        152,
+        153,
+    ]  # after ledger 10 (102) and the retried 100–104 (5)
     kinds = {f["kind"] for f in life["findings"]}
     assert "redelivered" in kinds and "duplicated" not in kinds
 
