@@ -142,7 +142,8 @@ def test_sql_names_tables_by_layer(examples_lakehouse) -> None:
     )
     assert result["columns"] == ["kind", "n"]
     assert {r["kind"]: r["n"] for r in result["rows"]} == {
-        "duplicated": 5, "lost": 3, "out_of_order": 1, "redelivered": 2, "unacked_received": 1,
+        "duplicated": 5, "lost": 3, "out_of_order": 1, "poll_skip": 4, "redelivered": 2,
+        "unacked_received": 1,
     }  # fmt: skip
     assert result["truncated"] is False
     few = run_sql(examples_lakehouse, "SELECT seq FROM bronze.producer_events", limit=3)
