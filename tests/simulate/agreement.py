@@ -30,6 +30,12 @@ def _micros(value: Any) -> int:
     return round(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1_000_000)
 
 
+def _verdict(value: Any) -> Any:
+    """`valid` as analyze --json gives it (true / false / "unknown") or as truth.json writes
+    it ("true" / "false" / "unknown"): compared as text; other fields pass through."""
+    return {True: "true", False: "false"}.get(value, value) if isinstance(value, bool) else value
+
+
 def _block(anomaly: dict[str, Any]) -> tuple:
     return tuple(anomaly[f] for f in BLOCK_FIELDS)
 
@@ -53,7 +59,7 @@ def disagreements(report: dict[str, Any], truth: dict[str, Any]) -> list[str]:
             )
             continue
         for field in RUN_FIELDS:
-            if got[field] != want[field]:
+            if _verdict(got[field]) != _verdict(want[field]):
                 found.append(f"{run_id} {sub}: {field} analyze={got[field]} truth={want[field]}")
     got_blocks = {_block(a) for a in report["anomalies"] if a["run_id"] == run_id}
     want_blocks = {_block(a) for a in truth["anomalies"]}
