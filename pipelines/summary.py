@@ -7,26 +7,10 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.schemas import RUN_COUNTS
 
 # The keys of `analyze --json`'s "runs" and "outages" entries, in order.
-RUN_FIELDS = (
-    "run_id",
-    "topic",
-    "subscription",
-    "sent",
-    "acked",
-    "nacked",
-    "received",
-    "lost",
-    "unseen",
-    "unacked_received",
-    "duplicated",
-    "redelivered",
-    "out_of_order",
-    "poll_skip",
-    "nonmonotonic_send",
-    "valid",
-)
+RUN_FIELDS = ("run_id", "topic", "subscription", *RUN_COUNTS, "valid")
 OUTAGE_FIELDS = (
     "outage_id",
     "run_id",

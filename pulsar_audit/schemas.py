@@ -343,6 +343,22 @@ OUTAGES = T.StructType(
     ]
 )
 
+# The per-run message counts of gold.run_summary, in column order (analyze --json, truth.json).
+RUN_COUNTS = (
+    "sent",
+    "acked",
+    "nacked",
+    "received",
+    "lost",
+    "unseen",
+    "unacked_received",
+    "duplicated",
+    "redelivered",
+    "out_of_order",
+    "poll_skip",
+    "nonmonotonic_send",
+)
+
 # One verdict per (run, topic, subscription): the counts and valid = true / false / unknown.
 RUN_SUMMARY = T.StructType(
     [

@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 from jobs.cli import main
+from pulsar_audit.schemas import RUN_COUNTS
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "docs" / "json-output.schema.json").read_text()
@@ -43,21 +44,7 @@ def test_valid_is_a_json_boolean_or_unknown(valid):
         "run_id": "r",
         "topic": "t",
         "subscription": "s",
-        **dict.fromkeys(
-            [
-                "sent",
-                "acked",
-                "nacked",
-                "received",
-                "lost",
-                "unseen",
-                "unacked_received",
-                "duplicated",
-                "redelivered",
-                "out_of_order",
-            ],
-            0,
-        ),
+        **dict.fromkeys(RUN_COUNTS, 0),
     }
     for good in (True, False, "unknown"):
         validate({"runs": [{**run, "valid": good}], "outages": [], "anomalies": []}, "summary")
@@ -99,3 +86,14 @@ def test_zk_capture_help_is_a_command(capsys):
         main(["zk", "capture", "--help"])
     assert exit_.value.code == 0
     assert "--zookeeper HOST:PORT" in capsys.readouterr().out
+
+
+def test_run_rows_of_the_schema_are_the_run_summary_columns():
+    """The documented run row and gold.run_summary's counts never drift apart."""
+    from pipelines.summary import RUN_FIELDS
+    from pulsar_audit.schemas import RUN_SUMMARY
+
+    item = SCHEMA["$defs"]["run"]
+    assert set(item["properties"]) == set(RUN_FIELDS)
+    columns = [f.name for f in RUN_SUMMARY.fields]
+    assert [c for c in columns if c in RUN_COUNTS] == list(RUN_COUNTS)

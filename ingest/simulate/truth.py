@@ -15,21 +15,9 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from ingest.simulate.plan import Plan
+from pulsar_audit.schemas import RUN_COUNTS
 
-COUNT_FIELDS = (
-    "sent",
-    "acked",
-    "nacked",
-    "received",
-    "lost",
-    "unseen",
-    "unacked_received",
-    "duplicated",
-    "redelivered",
-    "out_of_order",
-    "poll_skip",
-    "nonmonotonic_send",
-)
+COUNT_FIELDS = RUN_COUNTS
 
 
 def iso(us: int) -> str:

@@ -5,22 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-RUN_FIELDS = (
-    "subscription",
-    "sent",
-    "acked",
-    "nacked",
-    "received",
-    "lost",
-    "unseen",
-    "unacked_received",
-    "duplicated",
-    "redelivered",
-    "out_of_order",
-    "poll_skip",
-    "nonmonotonic_send",
-    "valid",
-)
+from pulsar_audit.schemas import RUN_COUNTS
+
+RUN_FIELDS = ("subscription", *RUN_COUNTS, "valid")
 BLOCK_FIELDS = ("subscription", "partition", "producer", "kind", "seq_from", "seq_to", "count")
 
 
