@@ -66,9 +66,13 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if config.spark.ship_package:
+    if config.spark.ship_package and spark.sparkContext.applicationId not in _SHIPPED:
         ship_package(spark)
+        _SHIPPED.add(spark.sparkContext.applicationId)
     return spark
+
+
+_SHIPPED: set[str] = set()  # applications the package was shipped to (getOrCreate reuses one)
 
 
 def ship_package(spark: SparkSession, packages: tuple[str, ...] | None = None) -> Path:
