@@ -123,7 +123,7 @@ def list_inputs(lakehouse: Lakehouse, path: str | Path) -> tuple[bool, Inputs]:
     """(whether `path` is a folder, its input files), listed once through Hadoop's FileSystem."""
     store = FileStore(lakehouse.spark)
     if store.is_file(str(path)):
-        return False, Inputs(traces=[store.status(str(path))])
+        return False, Inputs()  # a single file is a trace: ingest_traces checks its name
     listed = store.list_files(str(path))
     inputs = classify(store.normalize(str(path)), listed, lambda f: f.path)
     require_inputs(str(path), inputs)
@@ -213,7 +213,8 @@ def analyze(
     with stage("create tables", progress):
         lakehouse.create_all()
     with stage("ingest traces", progress):
-        report = ingest_traces(lakehouse, path, progress, listed=inputs.traces).as_dict()
+        listed = inputs.traces if is_folder else None
+        report = ingest_traces(lakehouse, path, progress, listed=listed).as_dict()
     with stage("ingest logs and ZooKeeper captures", progress):
         infra = ingest_infrastructure(lakehouse, path, progress, inputs if is_folder else Inputs())
     refresh_gold(lakehouse, config, progress=progress)
