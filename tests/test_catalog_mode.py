@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from pyspark.sql import functions as F
+from delta.tables import DeltaTable
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.analyze import analyze
@@ -44,15 +44,10 @@ def test_init_creates_every_table_as_a_managed_delta_table_by_name(spark, catalo
     }
     assert not any(r["created"] for r in Lakehouse(spark, lakehouse.config).create_all())
     name = lakehouse.location("producer_events")
-    detail = spark.sql("DESCRIBE DETAIL IDENTIFIER(:t)", args={"t": name}).first()
+    detail = DeltaTable.forName(spark, name).detail().first()
     assert detail["format"] == "delta"
     assert detail["location"].removeprefix("file:").startswith(_warehouse(spark))
-    kind = (
-        spark.sql("DESCRIBE TABLE EXTENDED IDENTIFIER(:t)", args={"t": name})
-        .filter(F.col("col_name") == "Type")
-        .first()
-    )
-    assert kind["data_type"] == "MANAGED"
+    assert spark.catalog.getTable(name).tableType == "MANAGED"
 
 
 def test_writes_merge_and_time_travel_by_table_name(spark, catalog_lakehouse):

@@ -11,6 +11,7 @@ find it inside the shipped zip.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -24,11 +25,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import TEST_SPARK_CONF
 
 from ingest.synthetic import RunSpec, write_run
 from jobs.analyze import analyze
 from pulsar_audit.config import load_config
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.output import print_json
 
 REPO = Path(__file__).resolve().parents[2]
 WORKERS = 2
@@ -40,8 +43,8 @@ from jobs.cli import main
 from pulsar_audit.config import load_config
 from pulsar_audit.spark import get_spark
 
-lakehouse, folder, probe_file = sys.argv[1:4]
-spark = get_spark(load_config("standalone", lakehouse=lakehouse))
+lakehouse, folder, probe_file, extra_conf = sys.argv[1:5]
+spark = get_spark(load_config("standalone", lakehouse=lakehouse), json.loads(extra_conf))
 sc = spark.sparkContext
 deadline = time.monotonic() + 120
 while sc._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.monotonic() < deadline:
@@ -186,7 +189,10 @@ def test_analyze_on_two_workers_gives_the_same_gold_as_a_local_run(
         "PYTHONPATH": "",
     }
     probe = tmp_path / "probe.json"
-    command = [sys.executable, "-c", DRIVER, str(lakehouse_dir), str(inputs), str(probe)]
+    # the tests' planner settings (tiny data), not their local master or driver memory
+    tuning = {k: v for k, v in TEST_SPARK_CONF.items() if k != "spark.driver.memory"}
+    arguments = [str(lakehouse_dir), str(inputs), str(probe), json.dumps(tuning)]
+    command = [sys.executable, "-c", DRIVER, *arguments]
     done = subprocess.run(
         command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1500
     )
@@ -203,7 +209,9 @@ def test_analyze_on_two_workers_gives_the_same_gold_as_a_local_run(
     assert used == worker_dirs  # both workers ran Python tasks
 
     local = Lakehouse(spark, load_config("local", lakehouse=str(tmp_path / "local")))
-    locally = analyze(local, local.config, str(inputs))
+    out = io.StringIO()
+    print_json(analyze(local, local.config, str(inputs)), out)  # as the CLI prints it
+    locally = json.loads(out.getvalue())
     assert on_cluster["runs"] == locally["runs"]
     assert {r["run_id"] for r in locally["runs"]} >= {"run-clean", "run-faults"}
     assert on_cluster["ingest"] == locally["ingest"] and on_cluster["infra"] == locally["infra"]
