@@ -17,6 +17,7 @@ from pulsar_audit.config import Config
 from pulsar_audit.schemas import TABLES, TableSpec
 
 log = logging.getLogger(__name__)
+SESSION_CATALOG = "spark_catalog"
 
 
 class Lakehouse:
@@ -44,7 +45,16 @@ class Lakehouse:
     def _delta(self, table: str) -> DeltaTable:
         if self.config.storage == "path":
             return DeltaTable.forPath(self.spark, self.location(table))
-        return DeltaTable.forName(self.spark, self.location(table))
+        return DeltaTable.forName(self.spark, self._delta_name(table))
+
+    def _delta_name(self, table: str) -> str:
+        """The name Delta's own API takes: open-source Delta parses only `schema.table`, so
+        a table of Spark's session catalog is named without it (Databricks takes all three).
+        """
+        if self.config.catalog == SESSION_CATALOG:
+            spec = self.spec(table)
+            return f"{self.config.schemas[spec.layer]}.{spec.name}"
+        return self.location(table)
 
     def exists(self, table: str) -> bool:
         """Whether the table exists (remembered once seen: tables are never dropped by a job)."""
@@ -85,7 +95,7 @@ class Lakehouse:
                 "CREATE SCHEMA IF NOT EXISTS IDENTIFIER(:schema)",
                 args={"schema": f"{self.config.catalog}.{self.config.schemas[spec.layer]}"},
             )
-            builder = builder.tableName(self.location(table))
+            builder = builder.tableName(self._delta_name(table))
         builder.execute()
         self._existing.add(table)
         log.info("created table %s at %s", table, self.location(table))
