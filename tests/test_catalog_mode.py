@@ -71,6 +71,7 @@ def test_writes_merge_and_time_travel_by_table_name(spark, catalog_lakehouse):
     }
 
 
+@pytest.mark.deploy  # two analyses and a rerun: about 250 CPU s (`pytest -m deploy`)
 def test_the_main_job_gives_the_same_gold_by_name_as_on_paths(spark, catalog_lakehouse, lakehouse):
     by_name = analyze(catalog_lakehouse, catalog_lakehouse.config, str(FIXTURE_TRACES))
     by_path = analyze(lakehouse, lakehouse.config, str(FIXTURE_TRACES))

@@ -181,6 +181,7 @@ def _same(left, right) -> bool:
     return left.exceptAll(right).isEmpty() and right.exceptAll(left).isEmpty()
 
 
+@pytest.mark.deploy  # two analyses and five JVMs: about 700 CPU s (`pytest -m deploy`)
 def test_analyze_on_two_workers_gives_the_same_gold_as_a_local_run(
     cluster: dict, inputs: Path, spark, tmp_path: Path
 ):

@@ -3,7 +3,7 @@
 
 The default test installs the wheel alone (`--no-deps`) into a fresh venv and lends it this
 venv's third-party packages through PYTHONPATH (where the editable install of the checkout is
-not visible: `.pth` files are only read from site directories); the test marked `wheel`
+not visible: `.pth` files are only read from site directories); the test marked `deploy`
 installs it with its dependencies, as a cluster would (minutes).
 """
 
@@ -97,7 +97,7 @@ def test_entry_point_runs_from_a_clean_venv(wheel: Path, tmp_path: Path):
     _dry_runs(bin_dir, tmp_path, env)
 
 
-@pytest.mark.wheel
+@pytest.mark.deploy
 def test_wheel_installs_with_its_dependencies_into_a_fresh_venv(wheel: Path, tmp_path: Path):
     bin_dir = _venv(tmp_path / "venv")
     subprocess.run(
