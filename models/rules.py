@@ -57,8 +57,8 @@ class Rule:
         if self.name == "qa_recovery":
             return (
                 f"Qa = {qa}: after {bookies} of this ensemble {'is' if lost == 1 else 'are'} lost "
-                f"the ledger cannot be closed and re-replicated (rule: Qa ≥ 2, or AutoRecovery cannot repair a ledger after "
-                f"one bookie is lost)"
+                "the ledger cannot be closed and re-replicated (rule: Qa ≥ 2, or AutoRecovery "
+                "cannot repair a ledger after one bookie is lost)"
             )
         return (
             f"{left} bookies left for E = {e}: new ledgers and cursors cannot be created "

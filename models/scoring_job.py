@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import functions as F
 
 from models.score import (
     BASELINE_NAME,
@@ -176,8 +175,5 @@ def _write(lakehouse: Lakehouse, scored: list[dict[str, Any]], clusters: list[st
         {**{c: _plain(r.get(c)) for c in columns}, "bookies_available": int(r["bookies"])}
         for r in scored
     ]
-    frame = spark.createDataFrame(records, CONFIG_RISK) if records else None
-    if frame is None:
-        frame = spark.createDataFrame([], CONFIG_RISK)
-    frame = conform(frame.withColumn("scored_at", F.col("scored_at")), CONFIG_RISK)
+    frame = conform(spark.createDataFrame(records, CONFIG_RISK), CONFIG_RISK)
     return lakehouse.replace_where("config_risk", frame, {"cluster": clusters})

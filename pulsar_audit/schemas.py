@@ -534,9 +534,7 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gold", "outages", OUTAGES, ("outage_id",)),
         TableSpec("gold", "run_summary", RUN_SUMMARY, ("run_id", "topic", "subscription")),
         TableSpec("gold", "run_features", RUN_FEATURES, ("run_id",)),
-        TableSpec(
-            "gold", "config_risk", CONFIG_RISK, ("cluster", "namespace", "fault", "label")
-        ),
+        TableSpec("gold", "config_risk", CONFIG_RISK, ("cluster", "namespace", "fault", "label")),
         TableSpec("gold", "alerts", ALERTS, ("dedup_key",)),
     ]
 }
