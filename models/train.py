@@ -135,7 +135,11 @@ def train_frame(
     candidate = model_factory().fit(training)
     baseline = RulesBaseline().fit(training)
     client, experiment = registry.connect(config)
-    current = registry.champion(client)
+    try:
+        current, unloadable = registry.champion(client), None
+    except (ImportError, AttributeError, TypeError) as exc:
+        # a champion pickled by code that has changed since: say so, compare with the rules only
+        current, unloadable = None, f"{type(exc).__name__}: {exc}"
     predicted = {
         "candidate": candidate.predict_proba(evaluation),
         "baseline": baseline.predict_proba(evaluation),
@@ -148,6 +152,8 @@ def train_frame(
         predicted["champion"] = current.pyfunc.model.predict_proba(evaluation)
         metrics["champion"] = evaluate(current.pyfunc.model, evaluation)
     promoted, why = gate(metrics["candidate"], metrics["baseline"], metrics.get("champion"), where)
+    if unloadable:
+        why += f"; the current champion could not be loaded ({unloadable}) and was not compared"
     table = side_by_side(metrics)
     started = datetime.now(UTC)
     with mlflow.start_run(
