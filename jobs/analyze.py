@@ -19,6 +19,7 @@ from ingest.logs import LOG_SUFFIXES, ingest_log_folders
 from ingest.skeleton import discover
 from ingest.traces import TRACE_SUFFIXES, ingest_traces
 from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
+from jobs import receipt
 from pipelines.causes import refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.job import PIPELINE_VERSION, run_pipeline
@@ -27,6 +28,7 @@ from pipelines.summary import summary_report
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.schemas import TABLES
 from serve.alert_job import raise_and_send
 
 log = logging.getLogger(__name__)
@@ -160,6 +162,8 @@ def analyze(
     with stage("ingest logs and ZooKeeper captures", progress):
         infra = ingest_infrastructure(lakehouse, path, progress)
     refresh_gold(lakehouse, config, progress=progress)
+    keeps_receipt = receipt.applies(config)
+    before = lakehouse.versions(TABLES) if keeps_receipt else None
     with stage("summary", progress):
         summary = summary_report(lakehouse)
     result = {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
@@ -169,4 +173,7 @@ def analyze(
     if config.alerts.sinks:
         with stage("alerts", progress):
             result["alerts"] = raise_and_send(lakehouse, config)
+    # Nothing else wrote while the result was read back: a rerun may answer from it.
+    if keeps_receipt and lakehouse.versions(TABLES) == before:
+        receipt.write_receipt(config, path, before, result)
     return result

@@ -142,8 +142,7 @@ class Lakehouse:
         tell cheaply whether its inputs changed since it last ran.
         """
         if self.config.storage == "path":
-            found = {t: _log_version(Path(self.location(t))) for t in tables}
-            return {t: -1 if v is None else v for t, v in found.items()}
+            return local_versions(self.config, tables)
         return {t: self.version(t) if self.exists(t) else -1 for t in tables}
 
     # ------------------------------------------------------------------ stage state
@@ -260,6 +259,13 @@ class Lakehouse:
         rows = int(written.get.get("rows", 0))
         log.info("%s: wrote %d rows (%s)", table, rows, mode)
         return rows
+
+
+def local_versions(config: Config, tables: Iterable[str]) -> dict[str, int]:
+    """The version of each table of a local (path) lakehouse, -1 if never written; no Spark."""
+    root = config.lakehouse_path
+    found = {t: _log_version(root / TABLES[t].layer / TABLES[t].name) for t in tables}
+    return {t: -1 if v is None else v for t, v in found.items()}
 
 
 def _log_version(table_path: Path) -> int | None:
