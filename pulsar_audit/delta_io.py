@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from pulsar_audit import faults
+from pulsar_audit.commit_retry import retry_commit
 from pulsar_audit.config import Config
 from pulsar_audit.schemas import TABLES, TableSpec
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+RETRY_FIRST_S, RETRY_MAX_S = 0.5, 8.0
 
 
 class Lakehouse:
@@ -86,7 +92,12 @@ class Lakehouse:
                 args={"schema": f"{self.config.catalog}.{self.config.schemas[spec.layer]}"},
             )
             builder = builder.tableName(self.location(table))
-        builder.execute()
+
+        def execute() -> None:
+            # after a conflict the other job may have created it: createIfNotExists is a no-op
+            builder.execute()
+
+        self._retry(table, "create", execute)
         self._existing.add(table)
         log.info("created table %s at %s", table, self.location(table))
         return True
@@ -178,13 +189,17 @@ class Lakehouse:
             raise ValueError(f"table {table!r} declares no natural key to merge on")
         self.create(table)
         condition = _key_match(keys)
-        (
-            self._delta(table)
-            .alias("t")
-            .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), condition)
-            .whenMatchedUpdateAll()
-            .whenNotMatchedInsertAll()
-            .execute()
+        self._retry(
+            table,
+            "merge",
+            lambda: (
+                self._delta(table)
+                .alias("t")
+                .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), condition)
+                .whenMatchedUpdateAll()
+                .whenNotMatchedInsertAll()
+                .execute()
+            ),
         )
 
     def update_changed(self, table: str, df: DataFrame, columns: list[str]) -> None:
@@ -194,24 +209,34 @@ class Lakehouse:
         for column in columns:
             clause = ~F.col(f"t.{column}").eqNullSafe(F.col(f"s.{column}"))
             differs = clause if differs is None else differs | clause
-        (
-            self._delta(table)
-            .alias("t")
-            .merge(df.select(*keys, *columns).alias("s"), _key_match(keys))
-            .whenMatchedUpdate(condition=differs, set={c: F.col(f"s.{c}") for c in columns})
-            .execute()
+        self._retry(
+            table,
+            "update",
+            lambda: (
+                self._delta(table)
+                .alias("t")
+                .merge(df.select(*keys, *columns).alias("s"), _key_match(keys))
+                .whenMatchedUpdate(condition=differs, set={c: F.col(f"s.{c}") for c in columns})
+                .execute()
+            ),
         )
 
     def insert_new(self, table: str, df: DataFrame, keys: Iterable[str] | None = None) -> None:
         """Insert only rows whose natural key is absent (idempotent append)."""
         keys = tuple(keys or self.spec(table).key)
         self.create(table)
-        (
-            self._delta(table)
-            .alias("t")
-            .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), _key_match(keys))
-            .whenNotMatchedInsertAll()
-            .execute()
+        self._retry(
+            table,
+            "insert",
+            lambda: (
+                self._delta(table)
+                .alias("t")
+                .merge(
+                    df.select(*self.spec(table).schema.fieldNames()).alias("s"), _key_match(keys)
+                )
+                .whenNotMatchedInsertAll()
+                .execute()
+            ),
         )
 
     def replace_runs(self, table: str, df: DataFrame, run_ids: list[str]) -> int:
@@ -247,19 +272,30 @@ class Lakehouse:
 
         The count is observed on the write's own execution: no second pass over `df`.
         """
-        written = Observation(f"rows_{table}")
         columns = self.spec(table).schema.fieldNames()
-        observed = df.select(*columns).observe(written, F.count(F.lit(1)).alias("rows"))
-        writer: DataFrameWriter = observed.write.format("delta").mode(mode)
-        for key, value in (options or {}).items():
-            writer = writer.option(key, value)
-        if self.config.storage == "path":
-            writer.save(self.location(table))
-        else:
-            writer.saveAsTable(self.location(table))
-        rows = int(written.get.get("rows", 0))
+
+        def write() -> int:
+            written = Observation(f"rows_{table}")  # one per execution: a retry observes anew
+            observed = df.select(*columns).observe(written, F.count(F.lit(1)).alias("rows"))
+            writer: DataFrameWriter = observed.write.format("delta").mode(mode)
+            for key, value in (options or {}).items():
+                writer = writer.option(key, value)
+            if self.config.storage == "path":
+                writer.save(self.location(table))
+            else:
+                writer.saveAsTable(self.location(table))
+            return int(written.get.get("rows", 0))
+
+        rows = self._retry(table, mode, write)
         log.info("%s: wrote %d rows (%s)", table, rows, mode)
         return rows
+
+    def _retry(self, table: str, what: str, commit: Callable[[], R]) -> R:
+        """One Delta commit, retried when another job's commit conflicted with it; then the
+        kill point `commit:<table>` (the crash suite's fault injection)."""
+        result = retry_commit(f"{table} ({self.location(table)})", what, commit)
+        faults.point(f"commit:{table}")
+        return result
 
 
 def _log_version(table_path: Path) -> int | None:
