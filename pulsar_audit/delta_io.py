@@ -292,9 +292,9 @@ class Lakehouse:
 
     def _retry(self, table: str, what: str, commit: Callable[[], R]) -> R:
         """One Delta commit, retried when another job's commit conflicted with it; then the
-        kill point `commit:<table>` (the crash suite's fault injection)."""
+        kill point `commit:<table>` (`create:<table>`), the crash suite's fault injection."""
         result = retry_commit(f"{table} ({self.location(table)})", what, commit)
-        faults.point(f"commit:{table}")
+        faults.point(f"{'create' if what == 'create' else 'commit'}:{table}")
         return result
 
 
