@@ -164,6 +164,17 @@ def ingest_files(
     progress: Progress | None = None,
 ) -> IngestOutcome:
     """Ingest the files of `paths` that are new, batch by batch, through `source`."""
+    # one job at a time decides what is new and takes it in (see pulsar_audit/locks.py)
+    with lakehouse.exclusive("ingest"):
+        return _ingest_new_files(lakehouse, source, paths, progress)
+
+
+def _ingest_new_files(
+    lakehouse: Lakehouse,
+    source: Source,
+    paths: Sequence[Path],
+    progress: Progress | None,
+) -> IngestOutcome:
     started = time.monotonic()
     say = progress or (lambda _: None)
     new = new_files(lakehouse, paths, source.kind_of, progress)

@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -14,7 +15,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from pulsar_audit import faults
+from pulsar_audit import faults, locks
 from pulsar_audit.commit_retry import retry_commit
 from pulsar_audit.config import Config
 from pulsar_audit.schemas import TABLES, TableSpec
@@ -156,6 +157,12 @@ class Lakehouse:
             found = {t: _log_version(Path(self.location(t))) for t in tables}
             return {t: -1 if v is None else v for t, v in found.items()}
         return {t: self.version(t) if self.exists(t) else -1 for t in tables}
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Hold the lakehouse's lock `name` (local lakehouses; a no-op on a catalog)."""
+        if self.config.storage != "path":
+            return nullcontext()
+        return locks.exclusive(self.config.lakehouse_path, name)
 
     # ------------------------------------------------------------------ stage state
     def stage_is_current(self, stage: str, fingerprint: str) -> bool:
