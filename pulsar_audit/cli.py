@@ -15,6 +15,7 @@ from typing import Any
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.errors import InputError, UsageError
 from pulsar_audit.output import format_table, print_json
+from pulsar_audit.secrets import RedactingFilter, redact
 
 EXIT_OK, EXIT_ANOMALIES, EXIT_USAGE = 0, 1, 2
 
@@ -120,9 +121,11 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None, jobs: dict[str,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for log_handler in logging.getLogger().handlers:  # no secret reaches a log line
+        log_handler.addFilter(RedactingFilter())
     handler: Handler = args.handler
     try:
         return handler(Context(args, jobs))
     except UsageError as exc:
-        print(f"pulsar-audit {args.command}: {exc}", file=sys.stderr)
+        print(f"pulsar-audit {args.command}: {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
