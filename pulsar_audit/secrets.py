@@ -29,6 +29,12 @@ SECRET_VARS = (TOKEN_VAR, OAUTH2_VAR, TLS_KEY_VAR)
 MASK = "***"
 _SENSITIVE_QUERY = re.compile(r"token|secret|password|passwd|key|auth|sig|credential", re.I)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+# A query parameter outside a whole URL (an HTTP error's "url: /hook?token=…").
+_QUERY_PARAM = re.compile(
+    r"([?&;][^=&\s'\"]*(?:token|secret|password|passwd|key|auth|sig|credential)[^=&\s'\"]*=)"
+    r"[^&\s'\"#]+",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ def redact_url(url: str) -> str:
 def redact(text: str) -> str:
     """`text` with every URL redacted and every secret variable's value masked."""
     text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    text = _QUERY_PARAM.sub(lambda m: m.group(1) + MASK, text)
     for value in secret_values():
         text = text.replace(value, MASK)
     return text
