@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
+from pulsar_audit import environment
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.errors import InputError, UsageError
 from pulsar_audit.output import format_table, print_json
@@ -124,8 +125,23 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None, jobs: dict[str,
     for log_handler in logging.getLogger().handlers:  # no secret reaches a log line
         log_handler.addFilter(RedactingFilter())
     handler: Handler = args.handler
+    ctx = Context(args, jobs)
     try:
-        return handler(Context(args, jobs))
+        return handler(ctx)
     except UsageError as exc:
         print(f"pulsar-audit {args.command}: {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # a full or read-only disk, a damaged table: said plainly
+        problem = environment.describe(exc, _lakehouse_of(ctx))
+        if problem is None:
+            raise
+        print(f"pulsar-audit {args.command}: {redact(problem)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _lakehouse_of(ctx: Context) -> str | None:
+    """The local lakehouse the command used (if its config was loaded), for messages."""
+    config = ctx.__dict__.get("config")  # set once `ctx.config` was first used
+    if config is not None and config.storage == "path":
+        return str(config.lakehouse_path)
+    return getattr(ctx.args, "lakehouse", None)

@@ -14,10 +14,12 @@ from typing import TypeVar
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from pulsar_audit import faults, locks
 from pulsar_audit.commit_retry import retry_commit
 from pulsar_audit.config import Config
+from pulsar_audit.errors import EnvironmentProblem
 from pulsar_audit.schemas import TABLES, TableSpec
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,7 @@ class Lakehouse:
         self.spark = spark
         self.config = config
         self._existing: set[str] = set()
+        self._verified: set[str] = set()  # tables whose schema was checked against the contract
 
     # ------------------------------------------------------------------ naming
     def spec(self, table: str) -> TableSpec:
@@ -83,6 +86,8 @@ class Lakehouse:
     def create(self, table: str) -> bool:
         spec = self.spec(table)
         if self.exists(table):
+            if table not in self._verified:
+                self.read(table)  # a table of another schema is refused before any write
             return False
         builder = DeltaTable.createIfNotExists(self.spark).addColumns(spec.schema)
         if self.config.storage == "path":
@@ -116,8 +121,13 @@ class Lakehouse:
         if version is not None:
             reader = reader.option("versionAsOf", version)
         if self.config.storage == "path":
-            return reader.load(self.location(table))
-        return reader.table(self.location(table))
+            df = reader.load(self.location(table))
+        else:
+            df = reader.table(self.location(table))
+        if table not in self._verified:
+            check_contract(table, self.location(table), df.schema, self.spec(table))
+            self._verified.add(table)
+        return df
 
     def version(self, table: str) -> int:
         self.create(table)
@@ -303,6 +313,22 @@ class Lakehouse:
         result = retry_commit(f"{table} ({self.location(table)})", what, commit)
         faults.point(f"{'create' if what == 'create' else 'commit'}:{table}")
         return result
+
+
+def check_contract(table: str, location: str, found: StructType, spec: TableSpec) -> None:
+    """Fail naming the table and its columns when it is another table altogether: its natural
+    key or most of the contract's columns are missing. A table of an older contract version
+    (a column added, dropped or retyped since) is left to the `schema` check (checks/)."""
+    have = {f.name for f in found.fields}
+    want = spec.schema.fieldNames()
+    missing = [c for c in want if c not in have]
+    if not (set(spec.key) & set(missing)) and len(missing) * 2 <= len(want):
+        return
+    raise EnvironmentProblem(
+        f"{location} is not a pulsar-audit {table} table: it lacks the columns {missing} "
+        f"(it has {sorted(have)}). Point --lakehouse (or the env's config) at a pulsar-audit "
+        "lakehouse, or move that table away; nothing was written"
+    )
 
 
 def _log_version(table_path: Path) -> int | None:
