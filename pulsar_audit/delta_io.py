@@ -86,8 +86,6 @@ class Lakehouse:
     def create(self, table: str) -> bool:
         spec = self.spec(table)
         if self.exists(table):
-            if table not in self._verified:
-                self.read(table)  # a table of another schema is refused before any write
             return False
         builder = DeltaTable.createIfNotExists(self.spark).addColumns(spec.schema)
         if self.config.storage == "path":

@@ -56,6 +56,12 @@ def describe(exc: BaseException, lakehouse: str | None) -> str | None:
             f"{where}: permission denied. Give this user write access to it or point "
             f"--lakehouse at a folder it may write; {_RERUN}"
         )
+    if "schema mismatch detected when writing to the Delta table" in text:
+        return (
+            f"{where}: a table there is not the one pulsar-audit writes (its schema differs: "
+            f"{_first_cause(text)}). Point --lakehouse (or the env's config) at a pulsar-audit "
+            "lakehouse, or move that table away; nothing was written"
+        )
     damaged = _DELTA_LOG.search(text)
     if damaged and _looks_damaged(text):
         table = damaged.group(1).removeprefix("file:")
