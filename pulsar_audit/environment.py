@@ -23,6 +23,8 @@ def _texts(exc: BaseException) -> str:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         parts.append(f"{type(current).__name__}: {current}")
+        # a Spark error's text is its description; the Java causes are in its stack trace
+        parts.append(str(getattr(current, "_stackTrace", None) or ""))
         current = current.__cause__ or current.__context__
     return "\n".join(parts)
 
