@@ -40,6 +40,7 @@ TRACE_REASON = re.compile(
     r"|unknown event '.*' for role '\w+'"
     r"|unparseable ts '.*': expected RFC 3339 with an offset or epoch milliseconds"
     r"|field '\w+' must be .*"
+    r"|field '.*' appears more than once: expected each field once"
     r"|\w+: \w+ .*)$",
     re.DOTALL,
 )
