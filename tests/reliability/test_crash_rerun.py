@@ -101,7 +101,8 @@ def crash_and_rerun(spark, world: dict, point: str, name: str) -> dict[str, obje
         env={faults.KILL_AT_VAR: point},
     )
     if killed.returncode != -signal.SIGKILL:
-        return {"point": point, "error": f"not killed (exit {killed.returncode})"}
+        tail = killed.stderr[-1500:]
+        return {"point": point, "error": f"not killed (exit {killed.returncode}): {tail}"}
     lakehouse = Lakehouse(spark, suite_config(world["conf_dir"], lakehouse_dir))
     rerun = analyze(lakehouse, lakehouse.config, world["inputs"])
     problems: dict[str, object] = {}

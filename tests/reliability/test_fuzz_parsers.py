@@ -68,6 +68,7 @@ def generate(strategy: st.SearchStrategy, n: int) -> list:
         drawn.append(example)
 
     collect()
+    assert len(drawn) >= n, f"Hypothesis drew {len(drawn)} examples, {n} wanted"
     return drawn
 
 
