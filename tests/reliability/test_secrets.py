@@ -195,13 +195,17 @@ def test_capture_with_a_token_leaves_no_trace_of_it(
 ):
     """`capture` authenticates with the token from the environment (the standalone accepts
     any); neither the trace, the copied logs, the ZooKeeper capture nor capture.json hold it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
-    from pulsar_traces import capture_opts
-
-    from ingest.pulsar.harness import capture
+    from ingest.pulsar.harness import CaptureOptions, capture
 
     monkeypatch.setenv(TOKEN_VAR, secret_env[TOKEN_VAR])
     out = tmp_path / "capture"
-    summary = capture(capture_opts(standalone, out, topic="secret", messages=200), standalone)
+    opts = CaptureOptions(
+        service_url=standalone.service_url,
+        admin_url=standalone.admin_url,
+        out=out,
+        topic="secret",
+        messages=200,
+    )
+    summary = capture(opts, standalone)
     assert summary["acked"] == 200
     assert scan([secret_env[TOKEN_VAR]], [out], {"summary": json.dumps(summary)}) == []
