@@ -69,7 +69,8 @@ def _text(name: str) -> Column:
 
 def parse_ts(text: Column) -> Column:
     """RFC 3339 with an offset (or Z), or epoch milliseconds (fraction allowed) → timestamp."""
-    epoch_micros = F.round(text.cast(T.DecimalType(24, 6)) * 1000).cast(T.LongType())
+    # try_cast: a number too big for a timestamp (1e99) is refused with a reason, not a failure
+    epoch_micros = F.round(text.try_cast(T.DecimalType(24, 6)) * 1000).try_cast(T.LongType())
     return F.when(text.rlike(_EPOCH_MS), F.timestamp_micros(epoch_micros)).when(
         text.rlike(_RFC3339), F.upper(text).try_cast(T.TimestampType())
     )
