@@ -12,6 +12,7 @@ with the token set, and searches its output folder.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets as random_secrets
 import socket
@@ -25,6 +26,7 @@ from pyspark.sql import functions as F
 from reliability_lakehouse import CONF_LOCAL, record_figure, suite_config
 
 from ingest.synthetic import RunSpec, write_run
+from jobs.cli import main
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import TABLES
 from pulsar_audit.secrets import (
@@ -124,7 +126,7 @@ def table_hits(lakehouse: Lakehouse, values: list[str]) -> list[str]:
 
 
 def test_no_secret_in_any_output_log_table_or_report(
-    spark, tmp_path: Path, secret_env: dict[str, str], httpserver
+    spark, tmp_path: Path, secret_env: dict[str, str], httpserver, monkeypatch, capfd, caplog
 ):
     password, url_token = secret_env["_url_password"], secret_env["_url_token"]
     httpserver.expect_request("/hook", method="POST").respond_with_data("ok")
@@ -134,19 +136,26 @@ def test_no_secret_in_any_output_log_table_or_report(
     inputs = tmp_path / "inputs"
     write_run(inputs, RunSpec("run-secret", messages=60, lost={7}, outages={20: 1500}))
     lakehouse_dir = tmp_path / "lakehouse"
-    env = {
-        **os.environ,
-        "PULSAR_AUDIT_CONF_DIR": str(conf_dir),
-        **{k: v for k, v in secret_env.items() if not k.startswith("_")},
-    }
+    secrets_set = {k: v for k, v in secret_env.items() if not k.startswith("_")}
+    env = {**os.environ, "PULSAR_AUDIT_CONF_DIR": str(conf_dir), **secrets_set}
     common = ("--lakehouse", str(lakehouse_dir))
     report = tmp_path / "report.html"
-    runs = {
-        "analyze": _cli("analyze", str(inputs), *common, "--json", "-v", env=env),
-        "alerts send": _cli("alerts", "send", *common, "--json", "-v", env=env),
-        "alerts list": _cli("alerts", "list", *common, "--json", "-v", env=env),
-        "report": _cli("report", "run-secret", "--out", str(report), *common, "-v", env=env),
-    }
+    # analyze as a user runs it (its own process, logs on stderr); the rest through the same
+    # entry point in this process (no JVM start each), stdout and stderr captured at the fds
+    runs = {"analyze": _cli("analyze", str(inputs), *common, "--json", "-v", env=env)}
+    monkeypatch.setenv("PULSAR_AUDIT_CONF_DIR", str(conf_dir))
+    for key, value in secrets_set.items():
+        monkeypatch.setenv(key, value)
+    caplog.set_level(logging.INFO)
+    for name, args in {
+        "alerts send": ("alerts", "send", *common, "--json", "-v"),
+        "alerts list": ("alerts", "list", *common, "--json", "-v"),
+        "report": ("report", "run-secret", "--out", str(report), *common, "-v"),
+    }.items():
+        capfd.readouterr()
+        code = main(list(args))
+        out, err = capfd.readouterr()
+        runs[name] = subprocess.CompletedProcess(args, code, out, err + caplog.text)
     for name, done in runs.items():
         assert done.returncode in (0, 1), f"{name}: {done.stderr[-2000:]}"
     alerts = json.loads(runs["alerts list"].stdout)["alerts"]
