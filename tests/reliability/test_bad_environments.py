@@ -31,7 +31,7 @@ def env_world(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     root = tmp_path_factory.mktemp("badenv")
     inputs = root / "inputs"
-    write_run(inputs, RunSpec("run-env", messages=300, lost={3}, duplicated={9}))
+    write_run(inputs, RunSpec("run-env", messages=60, lost={3}, duplicated={9}))
     conf_dir = write_conf_dir(root / "conf", TEST_SPARK_CONF, alerts_file=False)
     reference = Lakehouse(spark, suite_config(conf_dir, root / "reference"))
     analyze(reference, reference.config, inputs)
