@@ -32,7 +32,7 @@ from pulsar_audit.delta_io import Lakehouse
 DEFAULT_INPUTS = 2_000
 MEGABYTE = 1 << 20
 # Every way the trace format or a row rule says why a record is refused: each names a field
-# (or says the line is not a JSON object).
+# (or says the line is not a JSON object). A reason starts with one; more may follow ("; ").
 TRACE_REASON = re.compile(
     r"^(invalid JSON: expected one JSON object per line"
     r"|missing required field '\w+'( on a \w+ event)?"
@@ -41,7 +41,7 @@ TRACE_REASON = re.compile(
     r"|unparseable ts '.*': expected RFC 3339 with an offset or epoch milliseconds"
     r"|field '\w+' must be .*"
     r"|field '.*' appears more than once: expected each field once"
-    r"|\w+: \w+ .*)$",
+    r"|\w+: \w+ )",
     re.DOTALL,
 )
 
