@@ -25,6 +25,7 @@ from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.job import PIPELINE_VERSION, run_pipeline
 from pipelines.recognition import recognized_by_source
 from pipelines.summary import summary_report
+from pulsar_audit import faults
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
@@ -125,6 +126,7 @@ def refresh_gold(
 @contextmanager
 def stage(name: str, progress: Progress | None) -> Iterator[None]:
     """Announce a stage on the live line and log how long it took (`-v`: where time goes)."""
+    faults.point(f"stage:{name}")
     if progress:
         progress(name)
     started = time.monotonic()
