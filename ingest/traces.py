@@ -31,6 +31,7 @@ from ingest.trace_format import (
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, conform
+from pulsar_audit.storage import FileStat
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +139,18 @@ def run_file_rows(lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> Data
 
 
 def ingest_traces(
-    lakehouse: Lakehouse, path: str | Path, progress: Progress | None = None
+    lakehouse: Lakehouse,
+    path: str | Path,
+    progress: Progress | None = None,
+    listed: list[FileStat] | None = None,
 ) -> IngestReport:
     """Ingest every new trace file under `path`; return what was read, accepted and refused.
 
     The table-level checks of every run the ingest touched run once, at the end.
+    listed: the files under `path` when the caller has listed them already.
     """
-    paths = discover(path, TRACE_SUFFIXES, exclude=ZK_SUFFIXES)
-    outcome = ingest_files(lakehouse, TraceSource(), paths, progress)
+    files = discover(lakehouse.spark, str(path), TRACE_SUFFIXES, ZK_SUFFIXES, listed)
+    outcome = ingest_files(lakehouse, TraceSource(), files, progress)
     touched = {r["run_id"] for r in outcome.counts if r["run_id"] is not None}
     # an ingest killed after its last manifest write but before the checks left runs unchecked
     runs = sorted(touched | set(runs_with_stale_checks(lakehouse)))

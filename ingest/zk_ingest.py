@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 from ingest.skeleton import Batch, Progress, discover, ingest_files
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import QUARANTINE, ZK_CHANGES, conform
+from pulsar_audit.storage import FileStat
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +129,17 @@ class ZkSource:
 
 
 def ingest_zk(
-    lakehouse: Lakehouse, path: str | Path, progress: Progress | None = None
+    lakehouse: Lakehouse,
+    path: str | Path,
+    progress: Progress | None = None,
+    listed: list[FileStat] | None = None,
 ) -> ZkIngestReport:
-    """Ingest every new capture or dump file under `path` into bronze.zk_changes."""
-    outcome = ingest_files(lakehouse, ZkSource(), discover(path, ZK_SUFFIXES), progress)
+    """Ingest every new capture or dump file under `path` into bronze.zk_changes.
+
+    listed: the files under `path` when the caller has listed them already.
+    """
+    files = discover(lakehouse.spark, str(path), ZK_SUFFIXES, listed=listed)
+    outcome = ingest_files(lakehouse, ZkSource(), files, progress)
     report = ZkIngestReport(
         files=outcome.files,
         skipped_files=outcome.skipped_files,

@@ -27,7 +27,6 @@ from typing import Any
 
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import local_versions
-from pulsar_audit.errors import InputError
 from pulsar_audit.schemas import TABLES
 
 log = logging.getLogger(__name__)
@@ -62,27 +61,33 @@ def receipt_key(config: Config, versions: dict[str, int]) -> str:
     return hashlib.sha256(state.encode()).hexdigest()
 
 
-def input_files(path: str | Path) -> list[Path]:
-    """Every file `analyze PATH` would consider: traces, logs and ZooKeeper captures."""
-    from ingest.logs import LOG_SUFFIXES
-    from ingest.skeleton import discover
-    from ingest.traces import TRACE_SUFFIXES
-    from ingest.zk_ingest import ZK_SUFFIXES
-    from jobs.analyze import log_folders
+def input_files(path: str | Path) -> list[Path] | None:
+    """Every file `analyze PATH` would consider (traces, logs, ZooKeeper captures), when PATH
+    is on the local file system (a plain path or a `file:` URI); None otherwise."""
+    from jobs.analyze import classify
+    from pulsar_audit.storage import local_form
 
-    files = list(discover(path, TRACE_SUFFIXES, exclude=ZK_SUFFIXES))
-    for dirs in log_folders(path).values():
-        for folder in dirs:
-            files += discover(folder, LOG_SUFFIXES)
-    if Path(path).is_dir():
-        files += discover(path, ZK_SUFFIXES)
-    return sorted(set(files))
+    local = local_form(str(path))
+    if local is None or not os.path.exists(local):
+        return None
+    if os.path.isfile(local):
+        return [Path(local).resolve()]
+    names = [os.path.join(d, f) for d, _, files in os.walk(local) for f in files]
+    found = classify(local, names, str)
+    every = [*found.traces, *found.zk, *(f for files in found.logs.values() for f in files)]
+    return sorted({Path(f).resolve() for f in every})
 
 
 def hashes(files: Iterable[Path]) -> dict[str, str]:
-    from ingest.files import fingerprint
-
-    return {str(f): fingerprint(f).content_hash for f in files}
+    """SHA-256 of each file's bytes (streamed)."""
+    found = {}
+    for file in files:
+        digest = hashlib.sha256()
+        with file.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        found[str(file)] = digest.hexdigest()
+    return found
 
 
 def _file(config: Config) -> Path:
@@ -120,10 +125,9 @@ def recorded_result(config: Config, path: str | Path) -> dict[str, Any] | None:
         log.info("receipt: the lakehouse, the code or the settings changed since it was written")
         return None
     known = receipt.get("files", {})
-    try:
-        files = input_files(path)
-    except InputError:
-        return None  # the Spark path reports it, as it always has
+    files = input_files(path)
+    if files is None:
+        return None
     unknown = [f for f in files if str(f) not in known]
     if unknown:
         log.info("receipt: %s is not among the files last analyzed", unknown[0])
@@ -145,12 +149,13 @@ def write_receipt(
 
     Written to a temporary file and renamed: a reader sees the old receipt or the new one.
     """
-    if not applies(config):
+    files = input_files(path)
+    if not applies(config) or files is None:
         return
     receipt = {
         "format": FORMAT,
         "key": receipt_key(config, versions),
-        "files": hashes(input_files(path)),
+        "files": hashes(files),
         "result": {k: v for k, v in result.items() if k not in ("ingest", "infra", "recognized")},
     }
     target = _file(config)

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 RETRY_FIRST_S, RETRY_MAX_S = 0.5, 8.0
+SESSION_CATALOG = "spark_catalog"
 
 
 class Lakehouse:
@@ -54,7 +55,16 @@ class Lakehouse:
     def _delta(self, table: str) -> DeltaTable:
         if self.config.storage == "path":
             return DeltaTable.forPath(self.spark, self.location(table))
-        return DeltaTable.forName(self.spark, self.location(table))
+        return DeltaTable.forName(self.spark, self._delta_name(table))
+
+    def _delta_name(self, table: str) -> str:
+        """The name Delta's own API takes: open-source Delta parses only `schema.table`, so
+        a table of Spark's session catalog is named without it (Databricks takes all three).
+        """
+        if self.config.catalog == SESSION_CATALOG:
+            spec = self.spec(table)
+            return f"{self.config.schemas[spec.layer]}.{spec.name}"
+        return self.location(table)
 
     def exists(self, table: str) -> bool:
         """Whether the table exists (remembered once seen: tables are never dropped by a job)."""
@@ -95,7 +105,7 @@ class Lakehouse:
                 "CREATE SCHEMA IF NOT EXISTS IDENTIFIER(:schema)",
                 args={"schema": f"{self.config.catalog}.{self.config.schemas[spec.layer]}"},
             )
-            builder = builder.tableName(self.location(table))
+            builder = builder.tableName(self._delta_name(table))
 
         def execute() -> None:
             # after a conflict the other job may have created it: createIfNotExists is a no-op
