@@ -2,36 +2,38 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-_CHUNK = 1 << 20
+from pulsar_audit.storage import FileStat, FileStore
+
 BATCH_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
 class InputFile:
+    """A file to ingest: its recorded identity `path`, size, content hash, and the `uri` read."""
+
     path: str
     size_bytes: int
     content_hash: str
+    uri: str = ""
+
+    @property
+    def read_as(self) -> str:
+        return self.uri or self.path
 
 
-def fingerprint(path: Path) -> InputFile:
+def fingerprint(store: FileStore, file: FileStat) -> InputFile:
     """Size and SHA-256 of the file's bytes (streamed; the file is never held in memory)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return InputFile(str(path), path.stat().st_size, digest.hexdigest())
+    return InputFile(file.path, file.size_bytes, store.sha256(file), file.uri)
 
 
 def read_numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """One row per line of `paths`: source_file, line_number (1-based), value."""
+    """One row per line of `paths` (URIs or local paths): source_file, line_number, value."""
     return read_lines(spark, paths).lines
 
 
@@ -43,28 +45,31 @@ class Lines:
     per_file: dict[str, int]
 
 
-def read_lines(spark: SparkSession, paths: list[str]) -> Lines:
-    """Every line of `paths` (source_file, line_number from 1, value), and lines per file.
+def read_lines(spark: SparkSession, uris: list[str], paths: list[str] | None = None) -> Lines:
+    """Every line of `uris` (source_file, line_number from 1, value), and lines per file.
+
+    paths: the files' recorded identities, in the order of `uris` (default: `uris` themselves);
+    `source_file` holds them (see `source_path`).
 
     The text is read twice: once to count each block's lines (a tiny aggregate), then again
     by whatever consumes `lines`. Sources that stage the raw lines first (traces) number them
     after staging instead, from the staged rows (see `number_lines`), and read the text once.
     """
-    raw = read_raw_lines(spark, paths)
+    raw = read_raw_lines(spark, uris)
     offsets = block_offsets(raw)
     numbered = number_lines(raw, offsets).select("source_file", "line_number", "value")
-    return Lines(numbered, lines_per_file(offsets, paths))
+    return Lines(numbered, lines_per_file(offsets, paths or uris))
 
 
-def read_raw_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """Every line of `paths` with its position: _file_uri, _block_start, _row_id, value.
+def read_raw_lines(spark: SparkSession, uris: list[str]) -> DataFrame:
+    """Every line of `uris` with its position: _file_uri, _block_start, _row_id, value.
 
     Spark reads files in parallel, split into blocks; `_row_id` grows with the line within a
     partition, so (_block_start, _row_id) orders a file's lines.
     """
     return (
         spark.read.format("text")
-        .load(paths)
+        .load(uris)
         .select(
             F.col("_metadata.file_path").alias("_file_uri"),
             F.col("_metadata.file_block_start").alias("_block_start"),
@@ -93,7 +98,7 @@ def block_offsets(raw: DataFrame) -> DataFrame:
         "_block_first_row",
         "_block_lines",
         F.coalesce(earlier, F.lit(0)).alias("_lines_before"),
-        local_path(F.col("_file_uri")).alias("source_file"),
+        source_path(F.col("_file_uri")).alias("source_file"),
     ).localCheckpoint()
 
 
@@ -120,8 +125,10 @@ def lines_per_file(offsets: DataFrame, paths: list[str]) -> dict[str, int]:
     return per_file
 
 
-def local_path(uri: Column) -> Column:
-    """file:///a%20b → /a b. A literal '+' in a URI is a '+' (spaces are %20), so keep it."""
+def source_path(uri: Column) -> Column:
+    """The recorded identity of a file Spark read (pulsar_audit.storage): file:///a%20b → /a b,
+    s3a://b/a%20b → s3a://b/a b. A literal '+' in a URI is a '+' (spaces are %20), so keep it.
+    """
     path = F.regexp_replace(uri, r"^file:(//)?", "")
     return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
 

@@ -22,6 +22,7 @@ from ingest.skeleton import Batch, Progress, discover, ingest_files
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import UsageError
 from pulsar_audit.schemas import LOG_LINES, conform
+from pulsar_audit.storage import FileStat
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class LogIngestReport:
 
 def host_from_filename(path: str | Path) -> str:
     """The host a log file came from, by its name: pulsar-broker-<host>.log → <host>."""
-    name = Path(path).name
+    name = str(path).rstrip("/").rsplit("/", 1)[-1]
     for suffix in (".gz", ".log", ".txt", ".out"):
         name = name.removesuffix(suffix)
     name = _ROTATION.sub("", name).removesuffix(".log")
@@ -148,7 +149,7 @@ def ingest_logs(
 
 def ingest_log_folders(
     lakehouse: Lakehouse,
-    folders: dict[str, list[str | Path]],
+    folders: dict[str, list[str]],
     host: str | None = None,
     progress: Progress | None = None,
     zone: str = "UTC",
@@ -157,15 +158,27 @@ def ingest_log_folders(
 
     folders: source → files or folders of that source's logs.
     """
-    sources: dict[str, str] = {}
-    for source, places in folders.items():
-        for place in places:
-            for found in discover(place, LOG_SUFFIXES):
-                sources[str(found)] = source
+    files = {
+        source: [f for place in places for f in discover(lakehouse.spark, str(place), LOG_SUFFIXES)]
+        for source, places in folders.items()
+    }
+    return ingest_log_files(lakehouse, files, host, progress, zone)
+
+
+def ingest_log_files(
+    lakehouse: Lakehouse,
+    files: dict[str, list[FileStat]],
+    host: str | None = None,
+    progress: Progress | None = None,
+    zone: str = "UTC",
+) -> dict[str, LogIngestReport]:
+    """Ingest the new ones of already listed log files, per source (see ingest_log_folders)."""
+    sources = {f.path: source for source, listed in files.items() for f in listed}
+    found = {f.path: f for listed in files.values() for f in listed}
     hosts = {p: host or host_from_filename(p) for p in sources}
     log_source = LogSource(sources, hosts, zone)
-    outcome = ingest_files(lakehouse, log_source, [Path(p) for p in sorted(sources)], progress)
-    reports = {s: LogIngestReport(s, SOURCE_TABLE[s], timestamp_zone=zone) for s in folders}
+    outcome = ingest_files(lakehouse, log_source, [found[p] for p in sorted(found)], progress)
+    reports = {s: LogIngestReport(s, SOURCE_TABLE[s], timestamp_zone=zone) for s in files}
     taken = set(outcome.per_file)
     for path, source in sources.items():
         report = reports[source]

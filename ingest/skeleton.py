@@ -20,11 +20,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Protocol
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ingest.files import (
@@ -33,15 +32,16 @@ from ingest.files import (
     block_offsets,
     fingerprint,
     lines_per_file,
-    local_path,
     number_lines,
     read_lines,
     read_raw_lines,
+    source_path,
 )
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import INGESTED_FILES
+from pulsar_audit.storage import FileStat, FileStore
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,13 @@ class Batch:
 
     @property
     def paths(self) -> list[str]:
+        """The files' recorded identities (what `source_file` holds)."""
         return [f.path for f in self.files]
+
+    @property
+    def uris(self) -> list[str]:
+        """What Spark reads, in the order of `paths`."""
+        return [f.read_as for f in self.files]
 
 
 class Source(Protocol):
@@ -111,77 +117,103 @@ class IngestOutcome:
         return sum(getattr(c, name) for c in self.per_file.values())
 
 
-def discover(
-    root: str | Path, suffixes: tuple[str, ...], exclude: tuple[str, ...] = ()
-) -> list[Path]:
-    """Files under `root` (or `root` itself) ending with one of `suffixes`, sorted.
-
-    exclude: suffixes of files that belong to another kind of input (e.g. '.zk.jsonl').
-    """
-    root = Path(root)
-    if not root.exists():
-        raise InputError(f"{root}: no such file or directory")
+def wanted_by(suffixes: tuple[str, ...], exclude: tuple[str, ...] = ()) -> Callable[[str], bool]:
+    """Whether a file name ends with one of `suffixes` and with none of `exclude`."""
 
     def wanted(name: str) -> bool:
         return name.endswith(suffixes) and not (exclude and name.endswith(exclude))
 
-    if root.is_file():
-        if not wanted(root.name):
-            raise InputError(f"{root}: expected a file ending in {' or '.join(suffixes)}")
-        return [root.resolve()]
-    return sorted(p.resolve() for p in root.rglob("*") if p.is_file() and wanted(p.name))
+    return wanted
+
+
+def discover(
+    spark: SparkSession,
+    root: str,
+    suffixes: tuple[str, ...],
+    exclude: tuple[str, ...] = (),
+    listed: list[FileStat] | None = None,
+) -> list[FileStat]:
+    """Files under `root` (or `root` itself) ending with one of `suffixes`, sorted.
+
+    root: a local path or any URI Hadoop's FileSystem reads (file:, dbfs:, s3a:, abfss: …).
+    exclude: suffixes of files that belong to another kind of input (e.g. '.zk.jsonl').
+    listed: `root`'s files when the caller has listed them already (one listing, many kinds).
+    """
+    wanted = wanted_by(suffixes, exclude)
+    store = FileStore(spark)
+    if listed is None:
+        if store.is_file(str(root)):
+            found = store.status(str(root))
+            if not wanted(found.name):
+                raise InputError(f"{root}: expected a file ending in {' or '.join(suffixes)}")
+            return [found]
+        listed = store.list_files(str(root))
+    return [f for f in listed if wanted(f.name)]
 
 
 def new_files(
     lakehouse: Lakehouse,
-    paths: Sequence[Path],
+    files: Sequence[FileStat],
     kind_of: Callable[[str], str],
     progress: Progress | None = None,
 ) -> list[InputFile]:
-    """The files of `paths` not yet ingested (same kind, path and content hash = done)."""
-    if not paths:
+    """The files of `files` not yet ingested (same kind, path and content hash = done)."""
+    if not files:
         return []
-    kinds = sorted({kind_of(str(p)) for p in paths})
+    kinds = sorted({kind_of(f.path) for f in files})
     done = lakehouse.read("ingested_files").filter(F.col("kind").isin(kinds))
     seen = {
         (r.kind, r.path, r.content_hash)
         for r in done.select("kind", "path", "content_hash").collect()
     }
+    store = FileStore(lakehouse.spark)
     new = []
-    for number, path in enumerate(paths, 1):
-        fp = fingerprint(path)
+    for number, file in enumerate(files, 1):
+        fp = fingerprint(store, file)
         if (kind_of(fp.path), fp.path, fp.content_hash) not in seen:
             new.append(fp)
         if progress:
-            progress(f"hashed {number}/{len(paths)} files")
+            progress(f"hashed {number}/{len(files)} files")
     return new
 
 
 def ingest_files(
     lakehouse: Lakehouse,
     source: Source,
-    paths: Sequence[Path],
+    files: Sequence[FileStat],
     progress: Progress | None = None,
 ) -> IngestOutcome:
-    """Ingest the files of `paths` that are new, batch by batch, through `source`."""
+    """Ingest the files of `files` that are new, batch by batch, through `source`."""
+    # one job at a time decides what is new and takes it in (see pulsar_audit/locks.py)
+    with lakehouse.exclusive("ingest"):
+        return _ingest_new_files(lakehouse, source, files, progress)
+
+
+def _ingest_new_files(
+    lakehouse: Lakehouse,
+    source: Source,
+    files: Sequence[FileStat],
+    progress: Progress | None,
+) -> IngestOutcome:
     started = time.monotonic()
     say = progress or (lambda _: None)
-    new = new_files(lakehouse, paths, source.kind_of, progress)
-    outcome = IngestOutcome(files=len(new), skipped_files=len(paths) - len(new))
+    new = new_files(lakehouse, files, source.kind_of, progress)
+    outcome = IngestOutcome(files=len(new), skipped_files=len(files) - len(new))
     total_bytes = sum(f.size_bytes for f in new)
     done_bytes = 0
-    for files in batches(new):
-        batch = Batch(files, str(uuid.uuid4()), datetime.now(UTC).replace(tzinfo=None))
+    for group in batches(new):
+        at = datetime.now(UTC).replace(tzinfo=None)
+        batch = Batch(group, batch_ingest_id(source.kind_of(group[0].path), group), at)
         label = (
-            f"ingest {source.kind_of(files[0].path)}: {len(outcome.per_file) + len(files)}"
-            f"/{len(new)} files, {(done_bytes + sum(f.size_bytes for f in files)) >> 20}"
+            f"ingest {source.kind_of(group[0].path)}: {len(outcome.per_file) + len(group)}"
+            f"/{len(new)} files, {(done_bytes + sum(f.size_bytes for f in group)) >> 20}"
             f"/{total_bytes >> 20} MB"
         )
         with SparkProgress(lakehouse.spark, progress, label):
             per_file, counts = _ingest_batch(lakehouse, source, batch)
         outcome.per_file.update(per_file)
         outcome.counts.extend(counts)
-        done_bytes += sum(f.size_bytes for f in files)
+        done_bytes += sum(f.size_bytes for f in group)
         records = outcome.total("records")
         elapsed = max(time.monotonic() - started, 1e-9)
         eta = elapsed * (total_bytes - done_bytes) / max(done_bytes, 1)
@@ -193,18 +225,28 @@ def ingest_files(
     return outcome
 
 
+def batch_ingest_id(kind: str, files: list[InputFile]) -> str:
+    """The ingest id of a batch: a UUID derived from its files' paths and content hashes.
+
+    An interrupted batch is redone with the same files (its manifest rows were never
+    written), so the redo carries the same id and replaces exactly what the first try wrote.
+    """
+    names = "\n".join(f"{f.path}\t{f.content_hash}" for f in sorted(files, key=lambda f: f.path))
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pulsar-audit:{kind}\n{names}"))
+
+
 def _ingest_batch(
     lakehouse: Lakehouse, source: Source, batch: Batch
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
     if source.stages_raw_lines:
-        raw = read_raw_lines(spark, paths).withColumn("source_file", local_path("_file_uri"))
+        raw = read_raw_lines(spark, batch.uris).withColumn("source_file", source_path("_file_uri"))
         staged = source.stage(raw, batch).persist(StorageLevel.MEMORY_AND_DISK)
         offsets = block_offsets(staged)
         lines_read = lines_per_file(offsets, paths)
         numbered = number_lines(staged, offsets)
     else:
-        read = read_lines(spark, paths)
+        read = read_lines(spark, batch.uris, paths)
         staged = numbered = source.stage(read.lines, batch).persist(StorageLevel.MEMORY_AND_DISK)
         lines_read = read.per_file
     try:

@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 from ingest.skeleton import Batch, Progress, discover, ingest_files
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import QUARANTINE, ZK_CHANGES, conform
+from pulsar_audit.storage import FileStat
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def parse_zk_rows(lines: DataFrame) -> DataFrame:
     """Numbered JSONL lines → ZK_ROW fields, ts as a timestamp, and `reason` when refused."""
     row = F.from_json(F.col("value"), ZK_ROW, {"mode": "PERMISSIVE"})
     parsed = lines.select("source_file", "line_number", F.col("value").alias("raw"), row.alias("r"))
-    ts = F.to_timestamp(F.col("r.ts"))
+    ts = F.try_to_timestamp(F.col("r.ts"))  # a bad time is a reason, not a failed job
     reason = (
         F.when(F.col("r").isNull(), F.lit("not a JSON object"))
         .when(F.col("r.path").isNull(), F.lit("missing path"))
@@ -128,10 +129,17 @@ class ZkSource:
 
 
 def ingest_zk(
-    lakehouse: Lakehouse, path: str | Path, progress: Progress | None = None
+    lakehouse: Lakehouse,
+    path: str | Path,
+    progress: Progress | None = None,
+    listed: list[FileStat] | None = None,
 ) -> ZkIngestReport:
-    """Ingest every new capture or dump file under `path` into bronze.zk_changes."""
-    outcome = ingest_files(lakehouse, ZkSource(), discover(path, ZK_SUFFIXES), progress)
+    """Ingest every new capture or dump file under `path` into bronze.zk_changes.
+
+    listed: the files under `path` when the caller has listed them already.
+    """
+    files = discover(lakehouse.spark, str(path), ZK_SUFFIXES, listed=listed)
+    outcome = ingest_files(lakehouse, ZkSource(), files, progress)
     report = ZkIngestReport(
         files=outcome.files,
         skipped_files=outcome.skipped_files,

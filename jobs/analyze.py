@@ -9,24 +9,30 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ingest.logs import LOG_SUFFIXES, ingest_log_folders
-from ingest.skeleton import discover
+from ingest.logs import LOG_SUFFIXES, ingest_log_files
+from ingest.skeleton import wanted_by
 from ingest.traces import TRACE_SUFFIXES, ingest_traces
 from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
+from jobs import receipt
 from pipelines.causes import refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.job import PIPELINE_VERSION, run_pipeline
 from pipelines.recognition import recognized_by_source
 from pipelines.summary import summary_report
+from pulsar_audit import faults
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.schemas import TABLES
+from pulsar_audit.storage import FileStore, local_form, precheck_local, segments
 from serve.alert_job import raise_and_send
 
 log = logging.getLogger(__name__)
@@ -46,53 +52,106 @@ GOLD_INPUTS = (
 )
 LOG_SOURCES = ("broker", "bookie", "client")
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 
-def log_folders(path: str | Path) -> dict[str, list[Path]]:
-    """Capture folders' logs/<source>/ directories under `path` (the harness's layout)."""
-    root = Path(path)
-    if not root.is_dir():
-        return {}
-    found: dict[str, list[Path]] = {}
-    for source in LOG_SOURCES:
-        dirs = sorted(d for d in root.rglob(source) if d.is_dir() and d.parent.name == "logs")
-        if dirs:
-            found[source] = dirs
+@dataclass
+class Inputs:
+    """The input files under one root, by kind (identity paths, or listed files)."""
+
+    traces: list = field(default_factory=list)
+    logs: dict[str, list] = field(default_factory=dict)
+    zk: list = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not self.traces and not self.logs and not self.zk
+
+
+def classify(root: str, files: list[T], path_of: Callable[[T], str]) -> Inputs:
+    """Which files under the folder `root` are traces, logs of a source, ZooKeeper captures.
+
+    Logs are the files under a `logs/<source>/` folder inside `root` (the capture harness's
+    layout). Works on path strings only, so a listing from any file system can be classified.
+    """
+    is_trace, is_zk = wanted_by(TRACE_SUFFIXES, ZK_SUFFIXES), wanted_by(ZK_SUFFIXES)
+    is_log = wanted_by(LOG_SUFFIXES)
+    root_parts = segments(root)
+    found = Inputs()
+    for file in files:
+        path = path_of(file)
+        parts = segments(path)
+        name = parts[-1]
+        below = len(root_parts) if parts[: len(root_parts)] == root_parts else 1
+        if is_trace(name):
+            found.traces.append(file)
+        if is_zk(name):
+            found.zk.append(file)
+        source = _log_source(parts[:-1], below)
+        if source and is_log(name):
+            found.logs.setdefault(source, []).append(file)
     return found
 
 
+def _log_source(folders: list[str], below: int) -> str | None:
+    """The source of the innermost `logs/<source>` pair of `folders` whose <source> is at
+    index `below` or deeper (strictly inside the root)."""
+    for i in range(len(folders) - 1, max(below, 1) - 1, -1):
+        if folders[i] in LOG_SOURCES and folders[i - 1] == "logs":
+            return folders[i]
+    return None
+
+
 def check_inputs(path: str | Path) -> None:
-    """Fail before anything starts when `path` holds no trace, log or ZooKeeper file."""
-    root = Path(path)
-    if not root.exists():
-        raise InputError(f"{root}: no such file or directory")
-    if root.is_file():
+    """Pre-flight before Spark starts: fail when a local `path` holds no input at all.
+
+    Paths on other file systems (dbfs:, s3a:, abfss: …) are checked once Spark lists them.
+    """
+    precheck_local(str(path))
+    local = local_form(str(path))
+    if local is None or not os.path.isdir(local):
         return
-    traces = discover(root, TRACE_SUFFIXES, exclude=ZK_SUFFIXES)
-    logs = [
-        f for dirs in log_folders(root).values() for d in dirs for f in discover(d, LOG_SUFFIXES)
-    ]
-    if not traces and not logs and not discover(root, ZK_SUFFIXES):
+    names = [os.path.join(d, f) for d, _, files in os.walk(local) for f in files]
+    require_inputs(str(path), classify(local, names, str))
+
+
+def require_inputs(path: str, inputs: Inputs) -> None:
+    if inputs.empty():
         raise InputError(
-            f"{root}: no trace files (*.jsonl, *.jsonl.gz), no logs (logs/broker|bookie|client/"
+            f"{path}: no trace files (*.jsonl, *.jsonl.gz), no logs (logs/broker|bookie|client/"
             f"*.log) and no ZooKeeper captures (*.zk.jsonl) found there"
         )
 
 
+def list_inputs(lakehouse: Lakehouse, path: str | Path) -> tuple[bool, Inputs]:
+    """(whether `path` is a folder, its input files), listed once through Hadoop's FileSystem."""
+    store = FileStore(lakehouse.spark)
+    if store.is_file(str(path)):
+        return False, Inputs()  # a single file is a trace: ingest_traces checks its name
+    listed = store.list_files(str(path))
+    inputs = classify(store.normalize(str(path)), listed, lambda f: f.path)
+    require_inputs(str(path), inputs)
+    return True, inputs
+
+
 def ingest_infrastructure(
-    lakehouse: Lakehouse, path: str | Path, progress: Progress | None = None
+    lakehouse: Lakehouse,
+    path: str | Path,
+    progress: Progress | None = None,
+    inputs: Inputs | None = None,
 ) -> dict[str, int]:
     """Ingest the logs (logs/<source>/*.log) and ZooKeeper captures (*.zk.jsonl) under `path`."""
     counts = {"log_files": 0, "log_lines": 0, "zk_files": 0, "zk_records": 0}
-    folders = log_folders(path)
-    if folders:
-        for report in ingest_log_folders(lakehouse, folders, progress=progress).values():
+    if inputs is None:
+        is_folder, inputs = list_inputs(lakehouse, path)
+        if not is_folder:
+            return counts
+    if inputs.logs:
+        for report in ingest_log_files(lakehouse, inputs.logs, progress=progress).values():
             counts["log_files"] += report.files
             counts["log_lines"] += report.lines
-    if Path(path).is_dir():
-        report = ingest_zk(lakehouse, path, progress)
-        counts["zk_files"] += report.files
-        counts["zk_records"] += report.records
+    report = ingest_zk(lakehouse, path, progress, listed=inputs.zk)
+    counts["zk_files"] += report.files
+    counts["zk_records"] += report.records
     return counts
 
 
@@ -123,6 +182,7 @@ def refresh_gold(
 @contextmanager
 def stage(name: str, progress: Progress | None) -> Iterator[None]:
     """Announce a stage on the live line and log how long it took (`-v`: where time goes)."""
+    faults.point(f"stage:{name}")
     if progress:
         progress(name)
     started = time.monotonic()
@@ -153,13 +213,17 @@ def analyze(
     when logs were ingested, "recognized" says per source how many entries a pattern knew.
     """
     check_inputs(path)
+    is_folder, inputs = list_inputs(lakehouse, path)
     with stage("create tables", progress):
         lakehouse.create_all()
     with stage("ingest traces", progress):
-        report = ingest_traces(lakehouse, path, progress).as_dict()
+        listed = inputs.traces if is_folder else None
+        report = ingest_traces(lakehouse, path, progress, listed=listed).as_dict()
     with stage("ingest logs and ZooKeeper captures", progress):
-        infra = ingest_infrastructure(lakehouse, path, progress)
+        infra = ingest_infrastructure(lakehouse, path, progress, inputs if is_folder else Inputs())
     refresh_gold(lakehouse, config, progress=progress)
+    keeps_receipt = receipt.applies(config)
+    before = lakehouse.versions(TABLES) if keeps_receipt else None
     with stage("summary", progress):
         summary = summary_report(lakehouse)
     result = {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
@@ -169,4 +233,7 @@ def analyze(
     if config.alerts.sinks:
         with stage("alerts", progress):
             result["alerts"] = raise_and_send(lakehouse, config)
+    # Nothing else wrote while the result was read back: a rerun may answer from it.
+    if keeps_receipt and lakehouse.versions(TABLES) == before:
+        receipt.write_receipt(config, path, before, result)
     return result

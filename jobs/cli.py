@@ -17,10 +17,14 @@ from pulsar_audit.cli import Context
 def cmd_analyze(ctx: Context) -> int:
     """The main job: ingest everything under PATH, check, recompute, print every run."""
     from jobs.analyze import check_inputs
+    from jobs.receipt import recorded_result
     from pipelines.cli import exit_code, render
 
     check_inputs(ctx.args.path)  # before Spark starts: a wrong path costs nothing
-    result = analyze_path(ctx, ctx.args.path)
+    # Nothing new since the last analyze: its recorded result, without starting Spark.
+    result = recorded_result(ctx.config, ctx.args.path)
+    if result is None:
+        result = analyze_path(ctx, ctx.args.path)
     ctx.emit(result, render)
     return exit_code(ctx, result)
 

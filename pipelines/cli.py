@@ -62,7 +62,7 @@ def cmd_pipeline(ctx: Context) -> int:
     from pipelines.infra_events import refresh_infra_events
     from pipelines.job import run_pipeline
 
-    runs = run_pipeline(ctx.lakehouse, ctx.config, ctx.args.run or None, ctx.progress())
+    runs = run_pipeline(ctx.lakehouse, ctx.config, requested_runs(ctx.args), ctx.progress())
     refresh_infra_events(ctx.lakehouse)
     refresh_causes(ctx.lakehouse, ctx.config)
     ctx.emit(
@@ -74,6 +74,13 @@ def cmd_pipeline(ctx: Context) -> int:
         ),
     )
     return EXIT_OK
+
+
+def requested_runs(args: argparse.Namespace) -> list[str] | None:
+    """The runs named by --run (repeatable) and --runs (comma-separated); None: every run."""
+    runs = list(args.run or [])
+    runs += [r.strip() for r in (args.runs or "").split(",") if r.strip()]
+    return sorted(set(runs)) or None
 
 
 def cmd_summary(ctx: Context) -> int:
@@ -120,6 +127,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     )
     p.add_argument(
         "--run", action="append", metavar="RUN_ID", help="recompute this run (repeatable)"
+    )
+    p.add_argument(
+        "--runs",
+        metavar="RUN_IDS",
+        help="recompute these runs, comma-separated (one job parameter for a backfill)",
     )
     p.set_defaults(handler=cmd_pipeline)
     p = sub.add_parser(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import UnionType
@@ -14,6 +15,7 @@ from pulsar_audit.errors import ConfigError
 
 ENV_VAR = "PULSAR_AUDIT_ENV"
 CONF_DIR_VAR = "PULSAR_AUDIT_CONF_DIR"
+MASTER_VAR = "PULSAR_AUDIT_SPARK_MASTER"
 DEFAULT_ENV = "local"
 LAYERS = ("bronze", "silver", "gold")
 
@@ -25,6 +27,9 @@ class SparkConfig:
     shuffle_partitions: int
     driver_memory: str | None
     conf: dict[str, str] = field(default_factory=dict)
+    # True on a cluster whose executors do not have pulsar-audit installed: the session ships
+    # the package to them as a zip (SparkContext.addPyFile), as spark-submit --py-files would.
+    ship_package: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,18 +134,28 @@ class Config:
 
 
 def default_conf_dir() -> Path:
-    """conf/ beside the package in a checkout, unless PULSAR_AUDIT_CONF_DIR says otherwise."""
+    """conf/ of the checkout, else the copy inside an installed wheel; PULSAR_AUDIT_CONF_DIR
+    says otherwise."""
     if os.environ.get(CONF_DIR_VAR):
         return Path(os.environ[CONF_DIR_VAR])
-    return Path(__file__).resolve().parent.parent / "conf"
+    checkout = Path(__file__).resolve().parent.parent / "conf"
+    return checkout if checkout.is_dir() else Path(__file__).resolve().parent / "conf"
 
 
 def load_config(
-    env: str | None = None, lakehouse: str | None = None, conf_dir: Path | None = None
+    env: str | None = None,
+    lakehouse: str | None = None,
+    conf_dir: Path | None = None,
+    master: str | None = None,
+    catalog: str | None = None,
+    schema_prefix: str | None = None,
 ) -> Config:
     """Load conf/<env>.yaml (env from argument, $PULSAR_AUDIT_ENV, or "local").
 
     lakehouse: overrides the local lakehouse root (only for storage "path").
+    master: overrides spark.master (default: $PULSAR_AUDIT_SPARK_MASTER, else the file's).
+    catalog, schema_prefix: override the catalog and name the layers' schemas
+    `<prefix>_bronze|silver|gold` (only for storage "catalog"; e.g. a per-user dev schema).
     """
     env = env or os.environ.get(ENV_VAR) or DEFAULT_ENV
     conf_dir = conf_dir or default_conf_dir()
@@ -157,9 +172,37 @@ def load_config(
     raw["env"] = env
     if lakehouse is not None:
         raw["lakehouse"] = lakehouse
+    _override(raw, path, master or os.environ.get(MASTER_VAR), catalog, schema_prefix)
     config = _build(Config, raw, where=str(path))
     _validate(config, path)
     return config
+
+
+def _override(
+    raw: dict[str, Any],
+    path: Path,
+    master: str | None,
+    catalog: str | None,
+    schema_prefix: str | None,
+) -> None:
+    """Apply the command line's (or environment's) overrides to the raw config mapping."""
+    if master:
+        if not isinstance(raw.get("spark"), dict):
+            raise ConfigError(f"{path}: a Spark master override needs a 'spark' mapping")
+        raw["spark"] = {**raw["spark"], "master": master}
+    if (catalog or schema_prefix) and raw.get("storage") != "catalog":
+        raise ConfigError(
+            f"{path}: --catalog and --schema-prefix need storage 'catalog', "
+            f"got {raw.get('storage')!r}"
+        )
+    if catalog:
+        raw["catalog"] = catalog
+    if schema_prefix:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", schema_prefix):
+            raise ConfigError(
+                f"schema prefix {schema_prefix!r}: expected letters, digits and underscores"
+            )
+        raw["schemas"] = {layer: f"{schema_prefix}_{layer}" for layer in LAYERS}
 
 
 def _validate(config: Config, path: Path) -> None:
@@ -246,6 +289,10 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         if "None" in text:
             return None
         raise ConfigError(f"{where}: must not be null")
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
     if hint is int or text.startswith("int"):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where}: expected an integer, got {value!r}")

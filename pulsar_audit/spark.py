@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import os
+import tempfile
+import zipfile
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -15,6 +19,10 @@ DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+# A JSON line with one field twice (`{"seq":1,"seq":2}`) must not fail the whole job when it is
+# parsed into a map (the default policy raises DUPLICATED_MAP_KEY, even in PERMISSIVE mode):
+# the map keeps the last value and the trace format refuses the line, naming the field.
+SQL_CONF = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
 
 
 def delta_jars(directory: Path | None = None) -> list[Path]:
@@ -34,7 +42,9 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
     if config.spark.master is None:
         active = SparkSession.getActiveSession()
         if active is None:
-            return SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+            active = SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+        for key, value in SQL_CONF.items():
+            active.conf.set(key, value)
         return active
     jars = ",".join(str(j) for j in delta_jars())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -50,13 +60,53 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         .config("spark.ui.enabled", "false")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.sql.warehouse.dir", str(config.lakehouse_path / "_warehouse"))
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_conf}")
     )
+    if config.storage == "path":  # a catalog env keeps its managed tables where Spark says
+        builder = builder.config(
+            "spark.sql.warehouse.dir", str(config.lakehouse_path / "_warehouse")
+        )
     if config.spark.driver_memory:
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)
-    for key, value in {**DELTA_CONF, **config.spark.conf, **(extra_conf or {})}.items():
+    for key, value in {**DELTA_CONF, **SQL_CONF, **config.spark.conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if config.spark.ship_package and spark.sparkContext.applicationId not in _SHIPPED:
+        ship_package(spark)
+        _SHIPPED.add(spark.sparkContext.applicationId)
     return spark
+
+
+_SHIPPED: set[str] = set()  # applications the package was shipped to (getOrCreate reuses one)
+
+
+def ship_package(spark: SparkSession, packages: tuple[str, ...] | None = None) -> Path:
+    """Zip the installed pulsar-audit packages and add the zip to every executor's Python path.
+
+    What `spark-submit --py-files` does for a job submitted to a cluster whose executors do
+    not have the package installed. Returns the zip.
+    """
+    packages = packages or installed_packages()
+    target = Path(tempfile.mkdtemp(prefix="pulsar-audit-pyfiles-")) / "pulsar_audit_pkg.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in packages:
+            spec = importlib.util.find_spec(name)
+            if spec is None or not spec.submodule_search_locations:
+                raise SetupError(f"package {name!r} to ship to executors is not importable")
+            root = Path(next(iter(spec.submodule_search_locations)))
+            for file in sorted(root.rglob("*")):
+                if file.is_file() and "__pycache__" not in file.parts:
+                    archive.write(file, Path(name) / file.relative_to(root))
+    spark.sparkContext.addPyFile(str(target))
+    return target
+
+
+def installed_packages() -> tuple[str, ...]:
+    """The top-level packages of the pulsar-audit distribution (its top_level.txt)."""
+    try:
+        listed = importlib.metadata.distribution("pulsar-audit").read_text("top_level.txt")
+    except importlib.metadata.PackageNotFoundError:
+        listed = None
+    names = tuple(sorted(n.strip() for n in (listed or "").splitlines() if n.strip()))
+    return names or ("pulsar_audit",)
