@@ -5,6 +5,8 @@ setup:
 	bash scripts/setup.sh
 
 # Run the whole test suite (pytest's exit 5, "no tests collected", fails like any other).
+# The 30 slowest tests are listed at the end, so CI shows where its time goes.
+PYTEST_ARGS ?= --durations=30
 test: setup
 	.venv/bin/python -m pytest $(PYTEST_ARGS)
 

@@ -26,3 +26,21 @@ def check_ingested_runs(
     metrics = run_metrics(producer, consumer, run, quarantine)
     results = check_runs(lakehouse.spark, metrics, schemas_ok, ingest_id, at)
     lakehouse.replace_where("check_results", results, {"run_id": run_ids, "level": ["table"]})
+
+
+def runs_with_stale_checks(lakehouse: Lakehouse) -> list[str]:
+    """Runs with a file ingested after their table-level checks last ran (or never checked).
+
+    Both tables are small (files × runs, checks × runs).
+    """
+    newest_file = lakehouse.read("run_files").groupBy("run_id").agg(F.max("ingested_at").alias("f"))
+    checked = (
+        lakehouse.read("check_results")
+        .filter(F.col("level") == "table")
+        .groupBy("run_id")
+        .agg(F.min("checked_at").alias("c"))
+    )
+    stale = newest_file.join(checked, on="run_id", how="left").filter(
+        F.col("c").isNull() | (F.col("c") < F.col("f"))
+    )
+    return sorted(r["run_id"] for r in stale.select("run_id").collect())

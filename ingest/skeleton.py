@@ -184,6 +184,17 @@ def ingest_files(
     progress: Progress | None = None,
 ) -> IngestOutcome:
     """Ingest the files of `files` that are new, batch by batch, through `source`."""
+    # one job at a time decides what is new and takes it in (see pulsar_audit/locks.py)
+    with lakehouse.exclusive("ingest"):
+        return _ingest_new_files(lakehouse, source, files, progress)
+
+
+def _ingest_new_files(
+    lakehouse: Lakehouse,
+    source: Source,
+    files: Sequence[FileStat],
+    progress: Progress | None,
+) -> IngestOutcome:
     started = time.monotonic()
     say = progress or (lambda _: None)
     new = new_files(lakehouse, files, source.kind_of, progress)
@@ -191,7 +202,8 @@ def ingest_files(
     total_bytes = sum(f.size_bytes for f in new)
     done_bytes = 0
     for group in batches(new):
-        batch = Batch(group, str(uuid.uuid4()), datetime.now(UTC).replace(tzinfo=None))
+        at = datetime.now(UTC).replace(tzinfo=None)
+        batch = Batch(group, batch_ingest_id(source.kind_of(group[0].path), group), at)
         label = (
             f"ingest {source.kind_of(group[0].path)}: {len(outcome.per_file) + len(group)}"
             f"/{len(new)} files, {(done_bytes + sum(f.size_bytes for f in group)) >> 20}"
@@ -211,6 +223,16 @@ def ingest_files(
         )
     outcome.seconds = round(time.monotonic() - started, 3)
     return outcome
+
+
+def batch_ingest_id(kind: str, files: list[InputFile]) -> str:
+    """The ingest id of a batch: a UUID derived from its files' paths and content hashes.
+
+    An interrupted batch is redone with the same files (its manifest rows were never
+    written), so the redo carries the same id and replaces exactly what the first try wrote.
+    """
+    names = "\n".join(f"{f.path}\t{f.content_hash}" for f in sorted(files, key=lambda f: f.path))
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pulsar-audit:{kind}\n{names}"))
 
 
 def _ingest_batch(

@@ -69,7 +69,8 @@ def _text(name: str) -> Column:
 
 def parse_ts(text: Column) -> Column:
     """RFC 3339 with an offset (or Z), or epoch milliseconds (fraction allowed) → timestamp."""
-    epoch_micros = F.round(text.cast(T.DecimalType(24, 6)) * 1000).cast(T.LongType())
+    # try_cast: a number too big for a timestamp (1e99) is refused with a reason, not a failure
+    epoch_micros = F.round(text.try_cast(T.DecimalType(24, 6)) * 1000).try_cast(T.LongType())
     return F.when(text.rlike(_EPOCH_MS), F.timestamp_micros(epoch_micros)).when(
         text.rlike(_RFC3339), F.upper(text).try_cast(T.TimestampType())
     )
@@ -117,6 +118,13 @@ def _reasons() -> Column:
     seq_text = _text("seq")
     checks = [
         F.when(F.col("_fields").isNull(), F.lit("invalid JSON: expected one JSON object per line")),
+        F.when(
+            F.col("_fields").isNotNull() & (F.size("_keys") > F.size(F.map_keys("_fields"))),
+            F.format_string(
+                "field '%s' appears more than once: expected each field once",
+                F.array_join(_repeated(F.col("_keys")), "', '"),
+            ),
+        ),
         *[
             F.when(
                 F.col("_fields").isNotNull() & _text(name).isNull(),
@@ -158,6 +166,13 @@ def _reasons() -> Column:
     return F.nullif(F.concat_ws("; ", F.array_compact(F.array(*checks))), F.lit(""))
 
 
+def _repeated(keys: Column) -> Column:
+    """The keys that occur more than once in the array `keys`."""
+    return F.array_distinct(
+        F.filter(keys, lambda k: F.size(F.array_remove(keys, k)) < F.size(keys) - 1)
+    )
+
+
 def parse_records(
     lines: DataFrame, position: tuple[str, ...] = ("source_file", "line_number")
 ) -> DataFrame:
@@ -174,6 +189,8 @@ def parse_records(
         F.when(~blank, F.from_json("value", T.MapType(T.StringType(), T.StringType()))).alias(
             "_fields"
         ),
+        # every top-level key as written (a repeated one is kept once by the map above)
+        F.when(~blank, F.json_object_keys("value")).alias("_keys"),
     )
     return (
         parsed.select(
@@ -181,6 +198,7 @@ def parse_records(
             "raw",
             "_blank",
             "_fields",
+            "_keys",
             *[_text(name).alias(name) for name in REQUIRED if name != "ts"],
             parse_ts(_text("ts")).alias("ts"),
             *[_typed(name, kind).alias(name) for name, kind in ALL_OPTIONAL.items()],
@@ -190,7 +208,7 @@ def parse_records(
             F.map_filter(F.col("_fields"), lambda k, _: ~_is_known_field(k)).alias("extra"),
             F.when(~F.col("_blank"), _reasons()).alias("reason"),
         )
-        .drop("_fields")
+        .drop("_fields", "_keys")
     )
 
 

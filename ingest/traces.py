@@ -17,9 +17,9 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from checks.gate import judge_rows, per_run_counts, violated_rules, violation_counts
+from checks.gate import ROW_LEVEL, judge_rows, per_run_counts, violated_rules, violation_counts
 from checks.gate import violation_reasons as rule_reasons
-from checks.run_checks import check_ingested_runs
+from checks.run_checks import check_ingested_runs, runs_with_stale_checks
 from ingest.skeleton import Batch, Progress, discover, ingest_files
 from ingest.trace_format import (
     FORMAT_CHECK,
@@ -117,7 +117,10 @@ class TraceSource:
         frames = per_run_counts(counts, ROLE_TABLE)
         if any(not frame.empty for frame in frames.values()):
             results = judge_rows(lakehouse.spark, frames, batch.ingest_id, batch.at)
-            lakehouse.append("check_results", results)
+            # keyed by the batch's (content-derived) id: a redone batch replaces its verdicts
+            lakehouse.replace_where(
+                "check_results", results, {"ingest_id": [batch.ingest_id], "level": [ROW_LEVEL]}
+            )
         lakehouse.replace_where(
             "run_files", run_file_rows(lakehouse, counts, batch), {"source_file": batch.paths}
         )
@@ -148,7 +151,9 @@ def ingest_traces(
     """
     files = discover(lakehouse.spark, str(path), TRACE_SUFFIXES, ZK_SUFFIXES, listed)
     outcome = ingest_files(lakehouse, TraceSource(), files, progress)
-    runs = sorted({r["run_id"] for r in outcome.counts if r["run_id"] is not None})
+    touched = {r["run_id"] for r in outcome.counts if r["run_id"] is not None}
+    # an ingest killed after its last manifest write but before the checks left runs unchecked
+    runs = sorted(touched | set(runs_with_stale_checks(lakehouse)))
     if runs:
         if progress:
             progress(f"checking {len(runs)} run(s)")

@@ -61,7 +61,7 @@ def parse_zk_rows(lines: DataFrame) -> DataFrame:
     """Numbered JSONL lines → ZK_ROW fields, ts as a timestamp, and `reason` when refused."""
     row = F.from_json(F.col("value"), ZK_ROW, {"mode": "PERMISSIVE"})
     parsed = lines.select("source_file", "line_number", F.col("value").alias("raw"), row.alias("r"))
-    ts = F.to_timestamp(F.col("r.ts"))
+    ts = F.try_to_timestamp(F.col("r.ts"))  # a bad time is a reason, not a failed job
     reason = (
         F.when(F.col("r").isNull(), F.lit("not a JSON object"))
         .when(F.col("r.path").isNull(), F.lit("missing path"))

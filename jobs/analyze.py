@@ -21,14 +21,17 @@ from ingest.logs import LOG_SUFFIXES, ingest_log_files
 from ingest.skeleton import wanted_by
 from ingest.traces import TRACE_SUFFIXES, ingest_traces
 from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
+from jobs import receipt
 from pipelines.causes import refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.job import PIPELINE_VERSION, run_pipeline
 from pipelines.recognition import recognized_by_source
 from pipelines.summary import summary_report
+from pulsar_audit import faults
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.schemas import TABLES
 from pulsar_audit.storage import FileStore, local_form, precheck_local, segments
 from serve.alert_job import raise_and_send
 
@@ -179,6 +182,7 @@ def refresh_gold(
 @contextmanager
 def stage(name: str, progress: Progress | None) -> Iterator[None]:
     """Announce a stage on the live line and log how long it took (`-v`: where time goes)."""
+    faults.point(f"stage:{name}")
     if progress:
         progress(name)
     started = time.monotonic()
@@ -218,6 +222,8 @@ def analyze(
     with stage("ingest logs and ZooKeeper captures", progress):
         infra = ingest_infrastructure(lakehouse, path, progress, inputs if is_folder else Inputs())
     refresh_gold(lakehouse, config, progress=progress)
+    keeps_receipt = receipt.applies(config)
+    before = lakehouse.versions(TABLES) if keeps_receipt else None
     with stage("summary", progress):
         summary = summary_report(lakehouse)
     result = {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
@@ -227,4 +233,7 @@ def analyze(
     if config.alerts.sinks:
         with stage("alerts", progress):
             result["alerts"] = raise_and_send(lakehouse, config)
+    # Nothing else wrote while the result was read back: a rerun may answer from it.
+    if keeps_receipt and lakehouse.versions(TABLES) == before:
+        receipt.write_receipt(config, path, before, result)
     return result

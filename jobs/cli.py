@@ -17,10 +17,14 @@ from pulsar_audit.cli import Context
 def cmd_analyze(ctx: Context) -> int:
     """The main job: ingest everything under PATH, check, recompute, print every run."""
     from jobs.analyze import check_inputs
+    from jobs.receipt import recorded_result
     from pipelines.cli import exit_code, render
 
     check_inputs(ctx.args.path)  # before Spark starts: a wrong path costs nothing
-    result = analyze_path(ctx, ctx.args.path)
+    # Nothing new since the last analyze: its recorded result, without starting Spark.
+    result = recorded_result(ctx.config, ctx.args.path)
+    if result is None:
+        result = analyze_path(ctx, ctx.args.path)
     ctx.emit(result, render)
     return exit_code(ctx, result)
 
@@ -36,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ingest import cli as ingest_cli
     from ingest.pulsar import cli as pulsar_cli
     from ingest.simulate import cli as simulate_cli
+    from models import cli as models_cli
     from pipelines import cli as pipelines_cli
     from serve import cli as serve_cli
 
@@ -62,12 +67,30 @@ def build_parser() -> argparse.ArgumentParser:
         pulsar_cli.register,
         simulate_cli.register,
         serve_cli.register,
+        models_cli.register,
     ):
         register(sub, common)
     return parser
 
 
-JOBS = {"analyze": analyze_path}
+def prepare_training_runs(ctx: Context) -> dict[str, Any]:
+    """`risk train`'s inputs: real runs and (on an empty lakehouse) the default sweep."""
+    from jobs.risk import prepare_training_runs as prepare
+
+    return prepare(ctx)
+
+
+def ingest_zk(ctx: Context, path: str) -> dict[str, Any]:
+    from jobs.risk import ingest_zk as ingest
+
+    return ingest(ctx, path)
+
+
+JOBS = {
+    "analyze": analyze_path,
+    "prepare_training_runs": prepare_training_runs,
+    "ingest_zk": ingest_zk,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

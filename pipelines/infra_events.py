@@ -103,7 +103,7 @@ def match_log_events(entries: DataFrame, patterns: list[LogPattern] | None = Non
             "topic"
         ),
         _extract(patterns, "bundle").alias("bundle"),
-        _extract(patterns, "ledger_id").cast("long").alias("ledger_id"),
+        _extract(patterns, "ledger_id").try_cast("long").alias("ledger_id"),
         _extract(patterns, "bookie").alias("bookie"),
         _detail(patterns).alias("detail"),
         "raw",

@@ -24,7 +24,8 @@ POLICIES_PATH = r"^/admin/policies/[^/]+/[^/]+$"
 
 def _ledger_id_from_path(path: Column) -> Column:
     """/ledgers/00/0000/L0002 → 2: the hierarchical parts are the zero-padded id's digits."""
-    return F.regexp_replace(F.regexp_replace(path, r"^/ledgers/", ""), r"[^0-9]", "").cast("long")
+    digits = F.regexp_replace(F.regexp_replace(path, r"^/ledgers/", ""), r"[^0-9]", "")
+    return digits.try_cast("long")  # an id too long for a long is no ledger id
 
 
 def with_ledger_state(changes: DataFrame) -> DataFrame:
@@ -82,7 +83,7 @@ def zk_change_events(changes: DataFrame) -> DataFrame:
     ledger_id = (
         F.when(path.rlike(UNDER_REPLICATED_PATH), F.regexp_extract(path, UNDER_REPLICATED_PATH, 1))
         .when(path.rlike(LEDGER_PATH), _ledger_id_from_path(path))
-        .cast("long")
+        .try_cast("long")
     )
     bookie = (
         F.when(path.rlike(READONLY_BOOKIE_PATH), F.regexp_extract(path, READONLY_BOOKIE_PATH, 1))

@@ -12,10 +12,12 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
+from pulsar_audit import environment
 from pulsar_audit.config import LAYERS as LAYER_NAMES
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.errors import UsageError
 from pulsar_audit.output import format_table, print_json
+from pulsar_audit.secrets import RedactingFilter, redact
 
 EXIT_OK, EXIT_ANOMALIES, EXIT_USAGE = 0, 1, 2
 
@@ -200,11 +202,28 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None, jobs: dict[str,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for log_handler in logging.getLogger().handlers:  # no secret reaches a log line
+        log_handler.addFilter(RedactingFilter())
     handler: Handler = args.handler
+    ctx = Context(args, jobs)
     try:
         if getattr(args, "dry_run", False):
-            return dry_run(Context(args, jobs))
-        return handler(Context(args, jobs))
+            return dry_run(ctx)
+        return handler(ctx)
     except UsageError as exc:
-        print(f"pulsar-audit {args.command}: {exc}", file=sys.stderr)
+        print(f"pulsar-audit {args.command}: {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # a full or read-only disk, a damaged table: said plainly
+        problem = environment.describe(exc, _lakehouse_of(ctx))
+        if problem is None:
+            raise
+        print(f"pulsar-audit {args.command}: {redact(problem)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _lakehouse_of(ctx: Context) -> str | None:
+    """The local lakehouse the command used (if its config was loaded), for messages."""
+    config = ctx.__dict__.get("config")  # set once `ctx.config` was first used
+    if config is not None and config.storage == "path":
+        return str(config.lakehouse_path)
+    return getattr(ctx.args, "lakehouse", None)

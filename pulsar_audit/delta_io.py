@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
+from pulsar_audit import faults, locks
+from pulsar_audit.commit_retry import retry_commit
 from pulsar_audit.config import Config
+from pulsar_audit.errors import EnvironmentProblem
 from pulsar_audit.schemas import TABLES, TableSpec
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+RETRY_FIRST_S, RETRY_MAX_S = 0.5, 8.0
 SESSION_CATALOG = "spark_catalog"
 
 
@@ -27,6 +36,7 @@ class Lakehouse:
         self.spark = spark
         self.config = config
         self._existing: set[str] = set()
+        self._verified: set[str] = set()  # tables whose schema was checked against the contract
 
     # ------------------------------------------------------------------ naming
     def spec(self, table: str) -> TableSpec:
@@ -96,7 +106,12 @@ class Lakehouse:
                 args={"schema": f"{self.config.catalog}.{self.config.schemas[spec.layer]}"},
             )
             builder = builder.tableName(self._delta_name(table))
-        builder.execute()
+
+        def execute() -> None:
+            # after a conflict the other job may have created it: createIfNotExists is a no-op
+            builder.execute()
+
+        self._retry(table, "create", execute)
         self._existing.add(table)
         log.info("created table %s at %s", table, self.location(table))
         return True
@@ -114,8 +129,13 @@ class Lakehouse:
         if version is not None:
             reader = reader.option("versionAsOf", version)
         if self.config.storage == "path":
-            return reader.load(self.location(table))
-        return reader.table(self.location(table))
+            df = reader.load(self.location(table))
+        else:
+            df = reader.table(self.location(table))
+        if table not in self._verified:
+            check_contract(table, self.location(table), df.schema, self.spec(table))
+            self._verified.add(table)
+        return df
 
     def version(self, table: str) -> int:
         self.create(table)
@@ -152,9 +172,14 @@ class Lakehouse:
         tell cheaply whether its inputs changed since it last ran.
         """
         if self.config.storage == "path":
-            found = {t: _log_version(Path(self.location(t))) for t in tables}
-            return {t: -1 if v is None else v for t, v in found.items()}
+            return local_versions(self.config, tables)
         return {t: self.version(t) if self.exists(t) else -1 for t in tables}
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Hold the lakehouse's lock `name` (local lakehouses; a no-op on a catalog)."""
+        if self.config.storage != "path":
+            return nullcontext()
+        return locks.exclusive(self.config.lakehouse_path, name)
 
     # ------------------------------------------------------------------ stage state
     def stage_is_current(self, stage: str, fingerprint: str) -> bool:
@@ -188,13 +213,17 @@ class Lakehouse:
             raise ValueError(f"table {table!r} declares no natural key to merge on")
         self.create(table)
         condition = _key_match(keys)
-        (
-            self._delta(table)
-            .alias("t")
-            .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), condition)
-            .whenMatchedUpdateAll()
-            .whenNotMatchedInsertAll()
-            .execute()
+        self._retry(
+            table,
+            "merge",
+            lambda: (
+                self._delta(table)
+                .alias("t")
+                .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), condition)
+                .whenMatchedUpdateAll()
+                .whenNotMatchedInsertAll()
+                .execute()
+            ),
         )
 
     def update_changed(self, table: str, df: DataFrame, columns: list[str]) -> None:
@@ -204,24 +233,34 @@ class Lakehouse:
         for column in columns:
             clause = ~F.col(f"t.{column}").eqNullSafe(F.col(f"s.{column}"))
             differs = clause if differs is None else differs | clause
-        (
-            self._delta(table)
-            .alias("t")
-            .merge(df.select(*keys, *columns).alias("s"), _key_match(keys))
-            .whenMatchedUpdate(condition=differs, set={c: F.col(f"s.{c}") for c in columns})
-            .execute()
+        self._retry(
+            table,
+            "update",
+            lambda: (
+                self._delta(table)
+                .alias("t")
+                .merge(df.select(*keys, *columns).alias("s"), _key_match(keys))
+                .whenMatchedUpdate(condition=differs, set={c: F.col(f"s.{c}") for c in columns})
+                .execute()
+            ),
         )
 
     def insert_new(self, table: str, df: DataFrame, keys: Iterable[str] | None = None) -> None:
         """Insert only rows whose natural key is absent (idempotent append)."""
         keys = tuple(keys or self.spec(table).key)
         self.create(table)
-        (
-            self._delta(table)
-            .alias("t")
-            .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), _key_match(keys))
-            .whenNotMatchedInsertAll()
-            .execute()
+        self._retry(
+            table,
+            "insert",
+            lambda: (
+                self._delta(table)
+                .alias("t")
+                .merge(
+                    df.select(*self.spec(table).schema.fieldNames()).alias("s"), _key_match(keys)
+                )
+                .whenNotMatchedInsertAll()
+                .execute()
+            ),
         )
 
     def replace_runs(self, table: str, df: DataFrame, run_ids: list[str]) -> int:
@@ -257,19 +296,53 @@ class Lakehouse:
 
         The count is observed on the write's own execution: no second pass over `df`.
         """
-        written = Observation(f"rows_{table}")
         columns = self.spec(table).schema.fieldNames()
-        observed = df.select(*columns).observe(written, F.count(F.lit(1)).alias("rows"))
-        writer: DataFrameWriter = observed.write.format("delta").mode(mode)
-        for key, value in (options or {}).items():
-            writer = writer.option(key, value)
-        if self.config.storage == "path":
-            writer.save(self.location(table))
-        else:
-            writer.saveAsTable(self.location(table))
-        rows = int(written.get.get("rows", 0))
+
+        def write() -> int:
+            written = Observation(f"rows_{table}")  # one per execution: a retry observes anew
+            observed = df.select(*columns).observe(written, F.count(F.lit(1)).alias("rows"))
+            writer: DataFrameWriter = observed.write.format("delta").mode(mode)
+            for key, value in (options or {}).items():
+                writer = writer.option(key, value)
+            if self.config.storage == "path":
+                writer.save(self.location(table))
+            else:
+                writer.saveAsTable(self.location(table))
+            return int(written.get.get("rows", 0))
+
+        rows = self._retry(table, mode, write)
         log.info("%s: wrote %d rows (%s)", table, rows, mode)
         return rows
+
+    def _retry(self, table: str, what: str, commit: Callable[[], R]) -> R:
+        """One Delta commit, retried when another job's commit conflicted with it; then the
+        kill point `commit:<table>` (`create:<table>`), the crash suite's fault injection."""
+        result = retry_commit(f"{table} ({self.location(table)})", what, commit)
+        faults.point(f"{'create' if what == 'create' else 'commit'}:{table}")
+        return result
+
+
+def check_contract(table: str, location: str, found: StructType, spec: TableSpec) -> None:
+    """Fail naming the table and its columns when it is another table altogether: its natural
+    key or most of the contract's columns are missing. A table of an older contract version
+    (a column added, dropped or retyped since) is left to the `schema` check (checks/)."""
+    have = {f.name for f in found.fields}
+    want = spec.schema.fieldNames()
+    missing = [c for c in want if c not in have]
+    if not (set(spec.key) & set(missing)) and len(missing) * 2 <= len(want):
+        return
+    raise EnvironmentProblem(
+        f"{location} is not a pulsar-audit {table} table: it lacks the columns {missing} "
+        f"(it has {sorted(have)}). Point --lakehouse (or the env's config) at a pulsar-audit "
+        "lakehouse, or move that table away; nothing was written"
+    )
+
+
+def local_versions(config: Config, tables: Iterable[str]) -> dict[str, int]:
+    """The version of each table of a local (path) lakehouse, -1 if never written; no Spark."""
+    root = config.lakehouse_path
+    found = {t: _log_version(root / TABLES[t].layer / TABLES[t].name) for t in tables}
+    return {t: -1 if v is None else v for t, v in found.items()}
 
 
 def _log_version(table_path: Path) -> int | None:

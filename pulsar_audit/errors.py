@@ -15,3 +15,11 @@ class InputError(UsageError):
 
 class SetupError(UsageError):
     """Something `scripts/setup.sh` should have put in place is missing."""
+
+
+class ConcurrentJobError(UsageError):
+    """Another job kept committing to the same table: this write gave up, nothing half-done."""
+
+
+class EnvironmentProblem(UsageError):
+    """The lakehouse's place cannot be used (read-only, full, corrupted, another schema)."""

@@ -384,15 +384,67 @@ RUN_SUMMARY = T.StructType(
     ]
 )
 
-# One E/Qw/Qa configuration with the risk a model learned for it.
+# Risk labels of a run (gold.run_features) and of a scored setting (gold.config_risk), in order.
+RISK_LABELS = (
+    "acked_loss",
+    "unreadable",
+    "duplicates",
+    "outage_1s",
+    "autorecovery_impossible",
+)
+
+# One analyzed run as the config-risk models see it: its settings and the faults injected into
+# it (features, from bronze.run_events and silver) and what went wrong (labels, from
+# gold.run_summary, gold.anomalies, gold.outages and the infrastructure timeline; a null label:
+# the run's data cannot tell).
+RUN_FEATURES = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("source", _STR, False),
+        _f("scenario", _STR),
+        _f("ensemble_size", _INT),
+        _f("write_quorum", _INT),
+        _f("ack_quorum", _INT),
+        _f("bookies", _INT),
+        _f("brokers", _INT),
+        _f("striping", _BOOL),
+        _f("deduplication", _BOOL),
+        _f("batching", _BOOL, False),
+        _f("in_flight_max", _LONG, False),
+        _f("partitions", _INT, False),
+        _f("fault_kind", _STR, False),
+        _f("fault_bookies", _INT, False),
+        _f("fault_brokers", _INT, False),
+        _f("bookies_left", _INT),
+        _f("brokers_left", _INT),
+        _f("data_survived", _BOOL),
+        _f("fault_duration_s", _DBL, False),
+        *[_f(label, _BOOL) for label in RISK_LABELS],
+        _f("computed_at", _TS, False),
+    ]
+)
+
+# One namespace's persistence setting (E/Qw/Qa, as its ZooKeeper policy holds it) with the
+# bookies available in its cluster (the ZooKeeper ensemble captured), under one fault, scored
+# for one risk label by the champion model (or by the rules baseline when no model was
+# promoted), with what drives the score in words.
 CONFIG_RISK = T.StructType(
     [
+        _f("cluster", _STR, False),
+        _f("namespace", _STR, False),
+        _f("policy_source", _STR, False),
         _f("ensemble_size", _INT, False),
         _f("write_quorum", _INT, False),
         _f("ack_quorum", _INT, False),
+        _f("bookies_available", _INT, False),
+        _f("fault", _STR, False),
+        _f("label", _STR, False),
+        _f("risk", _DBL, False),
+        _f("baseline_risk", _DBL, False),
+        _f("explanation", _STR, False),
+        _f("drivers", T.ArrayType(_STR, False), False),
         _f("runs", _LONG, False),
         _f("failed_runs", _LONG, False),
-        _f("risk", _DBL, False),
         _f("model_name", _STR, False),
         _f("model_version", _STR, False),
         _f("scored_at", _TS, False),
@@ -481,9 +533,8 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gold", "anomalies", ANOMALIES, ("anomaly_id",)),
         TableSpec("gold", "outages", OUTAGES, ("outage_id",)),
         TableSpec("gold", "run_summary", RUN_SUMMARY, ("run_id", "topic", "subscription")),
-        TableSpec(
-            "gold", "config_risk", CONFIG_RISK, ("ensemble_size", "write_quorum", "ack_quorum")
-        ),
+        TableSpec("gold", "run_features", RUN_FEATURES, ("run_id",)),
+        TableSpec("gold", "config_risk", CONFIG_RISK, ("cluster", "namespace", "fault", "label")),
         TableSpec("gold", "alerts", ALERTS, ("dedup_key",)),
     ]
 }

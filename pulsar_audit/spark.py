@@ -19,6 +19,10 @@ DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+# A JSON line with one field twice (`{"seq":1,"seq":2}`) must not fail the whole job when it is
+# parsed into a map (the default policy raises DUPLICATED_MAP_KEY, even in PERMISSIVE mode):
+# the map keeps the last value and the trace format refuses the line, naming the field.
+SQL_CONF = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
 
 
 def delta_jars(directory: Path | None = None) -> list[Path]:
@@ -38,7 +42,9 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
     if config.spark.master is None:
         active = SparkSession.getActiveSession()
         if active is None:
-            return SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+            active = SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+        for key, value in SQL_CONF.items():
+            active.conf.set(key, value)
         return active
     jars = ",".join(str(j) for j in delta_jars())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -62,7 +68,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         )
     if config.spark.driver_memory:
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)
-    for key, value in {**DELTA_CONF, **config.spark.conf, **(extra_conf or {})}.items():
+    for key, value in {**DELTA_CONF, **SQL_CONF, **config.spark.conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

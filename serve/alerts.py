@@ -152,12 +152,17 @@ def alerts_for_outages(outages: DataFrame, threshold_ms: int) -> DataFrame:
 
 
 def alerts_for_config_risk(config_risk: DataFrame, threshold: float) -> DataFrame:
-    """E/Qw/Qa configurations the model scored at or above `threshold`."""
+    """Namespaces whose E/Qw/Qa the model scored at or above `threshold` for a label under a
+    fault (one alert per cluster, namespace, fault, label and model version)."""
     risky = config_risk.filter(F.col("risk") >= threshold)
     config = F.format_string("E=%d Qw=%d Qa=%d", "ensemble_size", "write_quorum", "ack_quorum")
     return risky.select(
         dedup_key(
             "config_risk",
+            "cluster",
+            "namespace",
+            "fault",
+            "label",
             "ensemble_size",
             "write_quorum",
             "ack_quorum",
@@ -170,17 +175,24 @@ def alerts_for_config_risk(config_risk: DataFrame, threshold: float) -> DataFram
         F.lit(None).cast("string").alias("topic"),
         F.lit(None).cast("string").alias("subscription"),
         F.lit(None).cast("string").alias("finding_id"),
-        F.format_string("configuration %s scored risk %.2f", config, "risk").alias("title"),
         F.format_string(
-            "model %s version %s scored %s at risk %.2f (threshold %.2f), learned from %d "
-            "run(s) of which %d failed",
+            "namespace %s (%s): %s risk %.2f under %s",
+            "namespace",
+            config,
+            "label",
+            "risk",
+            "fault",
+        ).alias("title"),
+        F.format_string(
+            "%s — model %s version %s (threshold %.2f), %d training run(s) with this setting and "
+            "fault, %d with %s",
+            "explanation",
             "model_name",
             "model_version",
-            config,
-            "risk",
             F.lit(threshold),
             "runs",
             "failed_runs",
+            "label",
         ).alias("explanation"),
         _no_causes().alias("causes"),
         F.col("scored_at").alias("first_ts"),

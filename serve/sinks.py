@@ -24,6 +24,7 @@ import requests
 
 from pulsar_audit.config import Config, FileSinkConfig, PulsarSinkConfig, WebhookSinkConfig
 from pulsar_audit.errors import ConfigError
+from pulsar_audit.secrets import PulsarAuth, redact, secret_from_env
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,8 @@ def _attempt(
     """(True, None) delivered; (None, error) worth retrying; (False, error) refused for good."""
     try:
         response = session.post(conf.url, data=body, headers=headers, timeout=conf.timeout_ms / 1e3)
-    except requests.RequestException as exc:
-        return None, f"{type(exc).__name__}: {exc}"
+    except requests.RequestException as exc:  # its text names the URL: kept redacted
+        return None, redact(f"{type(exc).__name__}: {exc}")
     if 200 <= response.status_code < 300:
         return True, None
     error = f"HTTP {response.status_code} {response.reason}"
@@ -147,7 +148,7 @@ def deliver_webhook(
     """POST each alert; once one gives up (the receiver is down), the rest wait for next time."""
     secret = None
     if conf.hmac_secret_env:
-        secret = os.environ.get(conf.hmac_secret_env)
+        secret = secret_from_env(conf.hmac_secret_env)
         if not secret:
             raise ConfigError(
                 f"alert sink {name!r}: environment variable {conf.hmac_secret_env} "
@@ -183,6 +184,7 @@ def deliver_pulsar(
     try:
         client = pulsar.Client(
             conf.service_url,
+            **PulsarAuth.from_env().client_options(),
             operation_timeout_seconds=max(1, conf.send_timeout_ms // 1000),
             connection_timeout_ms=conf.send_timeout_ms,
             logger=logging.getLogger("pulsar.client"),
@@ -198,7 +200,7 @@ def deliver_pulsar(
             results.append(Delivery(name, SENT, 1, at, at, None))
         producer.close()
     except Exception as exc:  # noqa: BLE001 - any client error leaves the rest pending
-        error = f"{type(exc).__name__}: {exc}"
+        error = redact(f"{type(exc).__name__}: {exc}")
         log.warning("alert sink %s: %s", name, error)
         at = _now()
         failed = Delivery(name, PENDING, 1, at, None, error)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import requests
 
 from pulsar_audit.errors import UsageError
+from pulsar_audit.secrets import PulsarAuth, redact
 
 TIMEOUT_S = 60
 
@@ -55,6 +56,11 @@ class Admin:
     def __init__(self, url: str):
         self.url = url.rstrip("/")
         self.session = requests.Session()
+        auth = PulsarAuth.from_env()  # credentials only from the environment
+        self.session.headers.update(auth.admin_headers())
+        self.session.cert = auth.admin_cert()
+        if auth.tls_trust_certs_file:
+            self.session.verify = auth.tls_trust_certs_file
 
     def _call(self, method: str, path: str, body: object = None, ok: tuple = (200, 204)):
         try:
@@ -62,10 +68,11 @@ class Admin:
                 method, f"{self.url}{path}", json=body, timeout=TIMEOUT_S
             )
         except requests.RequestException as exc:
-            raise AdminError(f"{method} {self.url}{path}: {exc}") from exc
+            raise AdminError(redact(f"{method} {self.url}{path}: {exc}")) from exc
         if response.status_code not in ok:
             raise AdminError(
-                f"{method} {self.url}{path}: HTTP {response.status_code}: {response.text[:300]}"
+                redact(f"{method} {self.url}{path}: HTTP {response.status_code}: ")
+                + redact(response.text[:300])
             )
         return response
 

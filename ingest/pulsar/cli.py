@@ -9,6 +9,7 @@ from pulsar_audit.cli import EXIT_OK, Context
 from pulsar_audit.errors import UsageError
 from pulsar_audit.output import format_table
 from pulsar_audit.paths import cache_dir
+from pulsar_audit.secrets import redact_url
 
 SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
     "unload": (1, 1, "1-1-1"),
@@ -49,7 +50,7 @@ def _status_text(result: dict) -> str:
     head = (
         f"{result['kind']} in {result['workdir']}: "
         f"{'running' if result['running'] else 'NOT all running'}, "
-        f"service {result['service_url']}, admin {result['admin_url']}, "
+        f"service {redact_url(result['service_url'])}, admin {redact_url(result['admin_url'])}, "
         f"started in {result['startup_s']} s"
     )
     return (

@@ -28,6 +28,7 @@ from ingest.pulsar.recorder import Recorder
 from ingest.pulsar.spool import Spool
 from ingest.zk_capture import ZkCapture
 from pulsar_audit.errors import UsageError
+from pulsar_audit.secrets import PulsarAuth
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     marks = runlogs.mark(state)
     client = pulsar.Client(
         opts.service_url,
+        **PulsarAuth.from_env().client_options(),
         operation_timeout_seconds=30,
         logger=pulsar.FileLogger(
             pulsar.LoggerLevel.Info, str(opts.out / "logs" / "client" / "client.log")

@@ -91,3 +91,24 @@ def test_unload_in_the_middle_of_a_run(standalone, tmp_path: Path, lakehouse, co
     assert any(
         c["event_type"] in UNLOAD_EVENTS and event["target"] in c["reason"] for c in first_causes
     ), result["outages"]
+
+
+def test_capture_run_json_from_the_cli_follows_the_schema(standalone, tmp_path: Path, capsys):
+    """`pulsar-audit capture run --json` as typed, against docs/json-output.schema.json."""
+    import jsonschema
+
+    from jobs.cli import main
+
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs" / "json-output.schema.json").read_text()
+    )
+    out = tmp_path / "cli"
+    argv = ["capture", "run", "--service-url", standalone.service_url]
+    argv += ["--admin-url", standalone.admin_url, "--topic", "cli-json", "--messages", "500"]
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    jsonschema.validate(result, {**schema, "$ref": "#/$defs/capture_run"})
+    assert (result["messages"], result["acked"], result["nacked"]) == (500, 500, 0)
+    assert result["consume"]["received"] == 500
+    assert trace_counts(out)[("producer", "send")] == 500

@@ -46,8 +46,15 @@ def outage(**over: Any) -> dict[str, Any]:
 
 def risk(**over: Any) -> dict[str, Any]:
     row = {
-        "ensemble_size": 2, "write_quorum": 2, "ack_quorum": 1, "runs": 8, "failed_runs": 5,
-        "risk": 0.7, "model_name": "config-risk", "model_version": "3", "scored_at": T0,
+        "cluster": "zk-0:2181", "namespace": "public/default",
+        "policy_source": "namespace policy", "ensemble_size": 2, "write_quorum": 2,
+        "ack_quorum": 1, "bookies_available": 3, "fault": "kill-bookies:1",
+        "label": "autorecovery_impossible", "risk": 0.7, "baseline_risk": 0.9,
+        "explanation": "Qa = 1: after 1 bookie of this ensemble is lost the ledger cannot be "
+        "closed and re-replicated (probability of an unrecoverable ledger 0.70 given 1 bookie "
+        "of the ensemble lost)",
+        "drivers": ["Qa = 1"], "runs": 8, "failed_runs": 5,
+        "model_name": "pulsar-audit-config-risk", "model_version": "3", "scored_at": T0,
     }  # fmt: skip
     return {**row, **over}
 

@@ -92,7 +92,15 @@ def test_risky_configs_from_the_threshold_up(spark) -> None:
     rows = [risk(), risk(ensemble_size=3, write_quorum=3, ack_quorum=2, risk=0.49)]
     df = candidate_alerts(*frames(spark, risks=rows), SETTINGS)
     [alert] = df.collect()
-    assert alert.title == "configuration E=2 Qw=2 Qa=1 scored risk 0.70"
+    assert alert.title == (
+        "namespace public/default (E=2 Qw=2 Qa=1): autorecovery_impossible risk 0.70 under "
+        "kill-bookies:1"
+    )
+    assert alert.explanation.startswith("Qa = 1: after 1 bookie of this ensemble is lost")
+    assert alert.explanation.endswith(
+        "model pulsar-audit-config-risk version 3 (threshold 0.50), 8 training run(s) with this "
+        "setting and fault, 5 with autorecovery_impossible"
+    )
     assert alert.run_id is None
 
 

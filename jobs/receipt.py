@@ -1,0 +1,164 @@
+"""A rerun with nothing new answers without starting Spark.
+
+After every complete `analyze` on a local (path) lakehouse, a receipt is written next to the
+tables: the input files that analyze saw (path → SHA-256), the Delta version of every table,
+a hash of the package's code and of the pipeline settings, and the result it printed.
+
+A later `analyze` first checks the receipt, before any JVM starts: when every input file it
+finds is one the receipt lists with the same content hash, every table is still at the version
+the receipt recorded (so nothing — another analyze, `ingest`, `pipeline`, a crash half way —
+wrote to the lakehouse since), and neither the code nor the settings changed, then the Spark
+path would ingest nothing, skip every stage and read back exactly the gold tables that
+produced the recorded result. The receipt's result is returned with the ingest counts at zero,
+as the Spark path reports them. Anything else (a new or changed file, a moved table version, a
+missing or unreadable receipt, alert sinks configured, a catalog lakehouse) takes the Spark path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from pulsar_audit.config import Config
+from pulsar_audit.delta_io import local_versions
+from pulsar_audit.schemas import TABLES
+
+log = logging.getLogger(__name__)
+
+RECEIPT = "_analyze_receipt.json"
+FORMAT = 1
+# The packages whose code decides what analyze computes and prints.
+PACKAGES = ("pulsar_audit", "ingest", "checks", "pipelines", "models", "serve", "jobs")
+NO_INGEST = {"files": 0, "records": 0, "accepted": 0, "quarantined": 0}
+NO_INFRA = {"log_files": 0, "log_lines": 0, "zk_files": 0, "zk_records": 0}
+
+
+def applies(config: Config) -> bool:
+    """Receipts are kept for local lakehouses without alert sinks (sends are never skipped)."""
+    return config.storage == "path" and not config.alerts.sinks
+
+
+def code_fingerprint() -> str:
+    """SHA-256 over the source of every module of the package (any code change ⇒ new hash)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in PACKAGES:
+        for file in sorted((root / package).rglob("*.py")):
+            digest.update(str(file.relative_to(root)).encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def receipt_key(config: Config, versions: dict[str, int]) -> str:
+    """What must be unchanged for a recorded result to still be the answer."""
+    state = f"{FORMAT};{code_fingerprint()};{config.pipeline};{sorted(versions.items())}"
+    return hashlib.sha256(state.encode()).hexdigest()
+
+
+def input_files(path: str | Path) -> list[Path] | None:
+    """Every file `analyze PATH` would consider (traces, logs, ZooKeeper captures), when PATH
+    is on the local file system (a plain path or a `file:` URI); None otherwise."""
+    from jobs.analyze import classify
+    from pulsar_audit.storage import local_form
+
+    local = local_form(str(path))
+    if local is None or not os.path.exists(local):
+        return None
+    if os.path.isfile(local):
+        return [Path(local).resolve()]
+    names = [os.path.join(d, f) for d, _, files in os.walk(local) for f in files]
+    found = classify(local, names, str)
+    every = [*found.traces, *found.zk, *(f for files in found.logs.values() for f in files)]
+    return sorted({Path(f).resolve() for f in every})
+
+
+def hashes(files: Iterable[Path]) -> dict[str, str]:
+    """SHA-256 of each file's bytes (streamed)."""
+    found = {}
+    for file in files:
+        digest = hashlib.sha256()
+        with file.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        found[str(file)] = digest.hexdigest()
+    return found
+
+
+def _file(config: Config) -> Path:
+    return config.lakehouse_path / RECEIPT
+
+
+def _encode(value: Any) -> Any:
+    """Datetimes keep their type through the receipt, so both renderings stay identical."""
+    if isinstance(value, datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, date):
+        return {"$date": value.isoformat()}
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _decode(obj: dict[str, Any]) -> Any:
+    if obj.keys() == {"$datetime"}:
+        return datetime.fromisoformat(obj["$datetime"])
+    if obj.keys() == {"$date"}:
+        return date.fromisoformat(obj["$date"])
+    return obj
+
+
+def recorded_result(config: Config, path: str | Path) -> dict[str, Any] | None:
+    """The result of the last analyze, if a rerun on `path` now would compute exactly it."""
+    if not applies(config):
+        return None
+    try:
+        receipt = json.loads(_file(config).read_text(), object_hook=_decode)
+    except (OSError, ValueError):
+        return None  # no receipt yet, or a torn/foreign file: the Spark path decides
+    if receipt.get("format") != FORMAT:
+        return None
+    if receipt.get("key") != receipt_key(config, local_versions(config, TABLES)):
+        log.info("receipt: the lakehouse, the code or the settings changed since it was written")
+        return None
+    known = receipt.get("files", {})
+    files = input_files(path)
+    if files is None:
+        return None
+    unknown = [f for f in files if str(f) not in known]
+    if unknown:
+        log.info("receipt: %s is not among the files last analyzed", unknown[0])
+        return None
+    changed = [f for f, digest in hashes(files).items() if known[f] != digest]
+    if changed:
+        log.info("receipt: %s changed since it was last analyzed", changed[0])
+        return None
+    return {"ingest": dict(NO_INGEST), "infra": dict(NO_INFRA), **receipt["result"]}
+
+
+def write_receipt(
+    config: Config,
+    path: str | Path,
+    versions: dict[str, int],
+    result: dict[str, Any],
+) -> None:
+    """Record `result`, computed with the lakehouse at `versions`, for `path`'s inputs.
+
+    Written to a temporary file and renamed: a reader sees the old receipt or the new one.
+    """
+    files = input_files(path)
+    if not applies(config) or files is None:
+        return
+    receipt = {
+        "format": FORMAT,
+        "key": receipt_key(config, versions),
+        "files": hashes(files),
+        "result": {k: v for k, v in result.items() if k not in ("ingest", "infra", "recognized")},
+    }
+    target = _file(config)
+    temporary = target.with_name(f".{RECEIPT}.{os.getpid()}")
+    temporary.write_text(json.dumps(receipt, default=_encode))
+    os.replace(temporary, target)
