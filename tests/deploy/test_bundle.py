@@ -131,7 +131,8 @@ def test_scheduled_job_runs_the_stages_in_order_with_retries_and_notifications()
         "ingest_zk",
     }
     assert all(needs[k] == {"init"} for k in ingests)
-    assert needs["pipeline"] == ingests and needs["alerts"] == {"pipeline"}
+    assert needs["pipeline"] == ingests and needs["risk_scoring"] == {"pipeline"}
+    assert needs["alerts"] == {"risk_scoring"}  # alerts read gold.config_risk
     for key, task in tasks.items():
         assert task["timeout_seconds"] > 0 and task["max_retries"] >= 1, key
         assert task["libraries"] == [{"whl": "./dist/*.whl"}], key
