@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,24 @@ TEST_SPARK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+
+
+# PULSAR_AUDIT_LONG=1 runs every long suite the default run (CI) leaves out: each has its own
+# switch too (the chaos grid, the risk end to end, the long reliability suites, deployment).
+LONG_SWITCHES = {
+    "PULSAR_AUDIT_CHAOS": "1",
+    "PULSAR_AUDIT_LONG_TESTS": "1",
+    "PULSAR_AUDIT_RELIABILITY": "long",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PULSAR_AUDIT_LONG") != "1":
+        return
+    for name, value in LONG_SWITCHES.items():
+        os.environ.setdefault(name, value)
+    if config.option.markexpr == "not deploy":  # the default deselection in pyproject.toml
+        config.option.markexpr = ""
 
 
 @pytest.fixture(scope="session")
