@@ -200,11 +200,8 @@ def test_zookeeper_payload_decoding_never_raises():
 
     decodes()
     assert len(tried) >= n
-    undecoded = sum(
-        1
-        for path, data in tried
-        if data and "undecoded" in (json.loads(decode_znode(path, data)[1]) or {})
-    )
+    decoded = [json.loads(decode_znode(path, data)[1]) for path, data in tried if data]
+    undecoded = sum(1 for d in decoded if isinstance(d, dict) and "undecoded" in d)
     record_figure(
         "fuzz:ZooKeeper payloads",
         {"tried": len(tried), "distinct": len(set(tried)), "crashes": 0, "undecoded": undecoded},
