@@ -67,6 +67,7 @@ def parse_zk_rows(lines: DataFrame) -> DataFrame:
         .when(F.col("r.zookeeper").isNull(), F.lit("missing zookeeper"))
         .when(F.col("r.op").isNull(), F.lit(f"missing op (one of {OPS})"))
         .when(~F.col("r.op").isin(*OPS), F.concat(F.lit(f"op not one of {OPS}: "), F.col("r.op")))
+        .when(F.col("r.ts").isNull(), F.lit("missing ts"))
         .when(ts.isNull(), F.concat(F.lit("ts is not an ISO-8601 time: "), F.col("r.ts")))
     )
     return parsed.select(
