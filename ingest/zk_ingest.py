@@ -66,7 +66,9 @@ def parse_zk_rows(lines: DataFrame) -> DataFrame:
         F.when(F.col("r").isNull(), F.lit("not a JSON object"))
         .when(F.col("r.path").isNull(), F.lit("missing path"))
         .when(F.col("r.zookeeper").isNull(), F.lit("missing zookeeper"))
+        .when(F.col("r.op").isNull(), F.lit(f"missing op (one of {OPS})"))
         .when(~F.col("r.op").isin(*OPS), F.concat(F.lit(f"op not one of {OPS}: "), F.col("r.op")))
+        .when(F.col("r.ts").isNull(), F.lit("missing ts"))
         .when(ts.isNull(), F.concat(F.lit("ts is not an ISO-8601 time: "), F.col("r.ts")))
     )
     return parsed.select(
