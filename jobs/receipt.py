@@ -32,7 +32,7 @@ from pulsar_audit.schemas import TABLES
 log = logging.getLogger(__name__)
 
 RECEIPT = "_analyze_receipt.json"
-FORMAT = 1
+FORMAT = 2
 # The packages whose code decides what analyze computes and prints.
 PACKAGES = ("pulsar_audit", "ingest", "checks", "pipelines", "models", "serve", "jobs")
 NO_INGEST = {"files": 0, "records": 0, "accepted": 0, "quarantined": 0}
@@ -55,10 +55,9 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def receipt_key(config: Config, versions: dict[str, int]) -> str:
-    """What must be unchanged for a recorded result to still be the answer."""
-    state = f"{FORMAT};{code_fingerprint()};{config.pipeline};{sorted(versions.items())}"
-    return hashlib.sha256(state.encode()).hexdigest()
+def settings(config: Config) -> str:
+    """The settings analyze's result depends on."""
+    return repr(config.pipeline)
 
 
 def input_files(path: str | Path) -> list[Path] | None:
@@ -121,8 +120,16 @@ def recorded_result(config: Config, path: str | Path) -> dict[str, Any] | None:
         return None  # no receipt yet, or a torn/foreign file: the Spark path decides
     if receipt.get("format") != FORMAT:
         return None
-    if receipt.get("key") != receipt_key(config, local_versions(config, TABLES)):
-        log.info("receipt: the lakehouse, the code or the settings changed since it was written")
+    if receipt.get("code") != code_fingerprint():
+        log.info("receipt: the code changed since it was written")
+        return None
+    if receipt.get("settings") != settings(config):
+        log.info("receipt: the pipeline settings changed since it was written")
+        return None
+    now = local_versions(config, TABLES)
+    moved = sorted(t for t in now if receipt.get("versions", {}).get(t) != now[t])
+    if moved:
+        log.info("receipt: tables written since it was written: %s", ", ".join(moved))
         return None
     known = receipt.get("files", {})
     files = input_files(path)
@@ -154,7 +161,9 @@ def write_receipt(
         return
     receipt = {
         "format": FORMAT,
-        "key": receipt_key(config, versions),
+        "code": code_fingerprint(),
+        "settings": settings(config),
+        "versions": versions,
         "files": hashes(files),
         "result": {k: v for k, v in result.items() if k not in ("ingest", "infra", "recognized")},
     }
