@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 ACTIONS = (
     "unload",
+    "transfer",
     "kill-broker",
     "kill-bookie",
     "stop-bookie",
@@ -37,7 +38,7 @@ ACTIONS = (
     "partition-broker-from-bookies",
     "lossy-broker-bookies",
 )
-NEEDS_MULTI = ACTIONS[1:]
+NEEDS_MULTI = ACTIONS[2:]
 NEEDS_NETNS = (
     "isolate-broker-from-zk",
     "isolate-bookie-from-zk",
@@ -90,6 +91,11 @@ def check_possible(spec: ChaosSpec, state: ClusterState | None) -> None:
             f"chaos action {spec.action} needs a multi-process cluster started by "
             "`pulsar-audit cluster up --brokers N --bookies N` (pass its --workdir)"
         )
+    if spec.action == "transfer" and (state is None or state.load_manager != "extensible"):
+        raise UsageError(
+            "chaos action transfer needs the extensible load manager: `pulsar-audit cluster up "
+            "--brokers 2 --load-manager extensible`"
+        )
     if spec.action in NEEDS_NETNS and not state.network:
         raise UsageError(
             f"chaos action {spec.action} cuts network links: it needs a cluster started with "
@@ -128,6 +134,11 @@ def run_action(
         bundle = admin.bundle_of(topic)
         report(f"{topic.ns_path}/{bundle}", {"bundle": bundle})
         admin.unload_bundle(topic, bundle)
+    elif spec.action == "transfer":
+        bundle, owner = admin.bundle_of(topic), _owning_broker(target)
+        dest = next(b for b in state.by_role("broker") if b is not owner)
+        report(f"{topic.ns_path}/{bundle}", {"bundle": bundle, "from": owner.name, "to": dest.name})
+        admin.unload_bundle(topic, bundle, destination=dest.address("web"))
     elif spec.action == "kill-broker":
         victim = _owning_broker(target)
         report(victim.name, {"pid": victim.pid, "host": victim.host})

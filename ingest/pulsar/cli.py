@@ -55,7 +55,10 @@ def cmd_cluster(ctx: Context) -> int:
     action, workdir = ctx.args.action, _workdir(ctx)
     if action == "up":
         session_ms = NETNS_SESSION_MS if ctx.args.netns else None
-        cluster.up(workdir, ctx.args.brokers, ctx.args.bookies, ctx.args.netns, session_ms)
+        cluster.up(
+            workdir, ctx.args.brokers, ctx.args.bookies, ctx.args.netns, session_ms,
+            ctx.args.load_manager,
+        )  # fmt: skip
     if action == "down":
         stopped = cluster.down(workdir)
         ctx.emit({"workdir": str(workdir), "stopped": stopped}, _down_text)
@@ -175,6 +178,33 @@ def cmd_chaos_run(ctx: Context) -> int:
     return EXIT_OK
 
 
+def cmd_chaos_study(ctx: Context) -> int:
+    from ingest.pulsar.study import STUDY_SCENARIOS, outage_table, run_study
+
+    args = ctx.args
+    scenarios = [name.strip() for name in args.scenario.split(",") if name.strip()]
+    unknown = [name for name in scenarios if name not in STUDY_SCENARIOS]
+    if unknown or not scenarios or args.repeat < 1:
+        raise UsageError(
+            f"--scenario {args.scenario!r}: expected a comma list of {', '.join(STUDY_SCENARIOS)} "
+            "and --repeat >= 1"
+        )
+    out = Path(args.out) if args.out else cache_dir() / "pulsar" / "study"
+    runs = run_study(_workdir(ctx), out, scenarios, args.repeat, args.messages, args.rate)
+    result = ctx.job("analyze")(ctx, out)
+    ids = {run["run_id"] for run in runs}
+    outages = [o for o in result["outages"] if o["run_id"] in ids]
+    table = outage_table(runs, outages)
+    ctx.emit({"table": table, "outages": outages, "out": str(out)}, _study_text)
+    return EXIT_OK
+
+
+def _study_text(result: dict) -> str:
+    columns = ["scenario", "runs", "runs_with_outage", "outages", "median_ms", "p99_ms",
+               "max_ms", "backoff_steps"]  # fmt: skip
+    return format_table(result["table"], columns) + f"\nruns in {result['out']}"
+
+
 def _chaos_text(result: dict) -> str:
     from pipelines.summary import OUTAGE_FIELDS, RUN_FIELDS
 
@@ -210,6 +240,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--bookies", type=int, default=1, metavar="N")
     p.add_argument("--netns", action="store_true", help="each process in its own network "
                    "namespace on a private bridge (needs root, iproute2, iptables)")  # fmt: skip
+    p.add_argument("--load-manager", choices=("modular", "extensible"), default="modular",
+                   help="extensible: ExtensibleLoadManagerImpl (bundles can be transferred)"
+                   )  # fmt: skip
     p.add_argument("--workdir", metavar="DIR", help="state, conf, data and logs (default "
                    ".cache/pulsar/run)")  # fmt: skip
     p.set_defaults(handler=cmd_cluster)
@@ -250,3 +283,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "for a scenario that does not cut links")  # fmt: skip
     _capture_args(p, messages=20_000)
     p.set_defaults(handler=cmd_chaos_run, service_url=None, admin_url=None, topic=None)
+
+    p = kinds.add_parser(
+        "study", parents=[common], help="unload versus transfer: N runs each, outages compared",
+        description="On a two-broker cluster with the extensible load manager (started unless "
+        "one runs in --workdir), capture --repeat runs of each scenario (unload: the bundle "
+        "is unloaded; transfer: it is moved to the other broker), analyze them, and print "
+        "the producers' outages per scenario: count, median, p99, max, backoff step.",
+    )  # fmt: skip
+    p.add_argument("--scenario", default="unload,transfer", metavar="A,B")
+    p.add_argument("--repeat", type=int, default=10, metavar="N")
+    p.add_argument("--messages", type=int, default=3000, metavar="N")
+    p.add_argument("--rate", type=float, default=500.0, metavar="MSG/S")
+    p.add_argument("--workdir", metavar="DIR", help="cluster work dir (default .cache/pulsar/run)")
+    p.add_argument("--out", metavar="DIR", help="runs folder (default .cache/pulsar/study)")
+    p.set_defaults(handler=cmd_chaos_study)

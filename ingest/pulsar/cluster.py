@@ -43,6 +43,7 @@ class ClusterState:
     started_at: float = 0.0
     startup_s: float = 0.0
     network: dict | None = None  # netns.Network.as_dict() when each process has a namespace
+    load_manager: str = "modular"
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [spec for spec in self.processes if spec.role == role]
@@ -99,12 +100,14 @@ def up(
     bookies: int = 1,
     netns: bool = False,
     session_ms: int | None = None,
+    load_manager: str = "modular",
 ) -> ClusterState:
     """Start a cluster in `workdir` (standalone when 1 broker and 1 bookie, unless `netns`), or
     return the one already running there if it has the same shape.
 
     netns: every process in its own network namespace on a private bridge (see netns.py), so
-    that links can be cut; session_ms: the brokers' ZooKeeper session timeout."""
+    that links can be cut; session_ms: the brokers' ZooKeeper session timeout; load_manager:
+    "modular" (Pulsar's default) or "extensible" (bundles can be transferred, PIP-192)."""
     workdir = Path(workdir or default_workdir()).resolve()
     current = running(workdir)
     if current:
@@ -121,7 +124,7 @@ def up(
         shutil.rmtree(workdir / sub, ignore_errors=True)
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
     started = time.time()
-    if brokers == 1 and bookies == 1 and not netns:
+    if brokers == 1 and bookies == 1 and not netns and load_manager == "modular":
         state = _start_standalone(workdir)
     else:
         from ingest.pulsar.multi import Timeouts, start_multi
@@ -130,11 +133,12 @@ def up(
         network = Network.create() if netns else None
         timeouts = Timeouts(broker_session_ms=session_ms) if session_ms else Timeouts()
         try:
-            state = start_multi(workdir, brokers, bookies, network, timeouts)
+            state = start_multi(workdir, brokers, bookies, network, timeouts, load_manager)
         except BaseException:
             if network:
                 network.teardown()
             raise
+    state.load_manager = load_manager
     state.started_at, state.startup_s = started, round(time.time() - started, 2)
     save_state(state)
     return state

@@ -32,6 +32,19 @@ def _spec(workdir: Path, name: str, role: str, args: list[str], ports: dict, pla
     )
 
 
+LOAD_MANAGERS = {  # name → (loadManagerClassName, loadBalancerLoadSheddingStrategy)
+    "modular": (
+        "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+        "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder",
+    ),
+    # PIP-192: bundles can be transferred to a named broker instead of unloaded
+    "extensible": (
+        "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",
+        "org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """ZooKeeper session timeouts (ms): Pulsar's and BookKeeper's defaults unless chosen."""
@@ -46,12 +59,13 @@ def start_multi(
     bookies: int,
     network: Network | None = None,
     timeouts: Timeouts = Timeouts(),  # noqa: B008 - frozen
+    load_manager: str = "modular",
 ) -> ClusterState:
     """Start ZooKeeper, write the cluster metadata, start the bookies and brokers, and wait
     until every broker answers. On failure every started process is stopped.
 
     network: run each process in its own namespace of this network (its host named like the
-    process), else all on loopback."""
+    process), else all on loopback. load_manager: a LOAD_MANAGERS name."""
 
     def place(name: str) -> tuple[str, str]:
         if network is None:
@@ -94,7 +108,8 @@ def start_multi(
         path = launch.render(
             "broker.conf", conf / f"{name}.conf", cluster=CLUSTER_NAME, zk_port=zk_port,
             broker_port=broker_port, web_port=web_port, host=spec.host, zk_host=zk_host,
-            session_ms=timeouts.broker_session_ms,
+            session_ms=timeouts.broker_session_ms, load_manager=LOAD_MANAGERS[load_manager][0],
+            shedder=LOAD_MANAGERS[load_manager][1],
         )  # fmt: skip
         spec.argv += ["--broker-conf", str(path)]
         broker_specs.append(spec)
