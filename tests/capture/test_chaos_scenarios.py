@@ -42,10 +42,12 @@ def _analyze(lakehouse, config, out):  # noqa: ANN001, ANN202
 
 
 def _isolate_broker(netns_cluster, lakehouse, config, tmp_path, dedup: bool) -> dict:  # noqa: ANN001
+    """30 s of sends at 1000/s (enough in flight for a failover to leave some unacked but
+    stored); the owner loses ZooKeeper at 6 s for 25 s, past its 10 s session."""
     out = tmp_path / ("isolate-broker-dedup" if dedup else "isolate-broker")
     summary = chaos_capture(
-        netns_cluster, out, "isolate-broker-from-zk", messages=6000, config=(2, 2, 2),
-        dedup=dedup, rate=200.0, fault_at=0.2, hold_s=25.0,
+        netns_cluster, out, "isolate-broker-from-zk", messages=30_000, config=(2, 2, 2),
+        dedup=dedup, rate=1000.0, fault_at=0.2, hold_s=25.0,
     )  # fmt: skip
     start, end = trace_events(out, "chaos")
     assert start["target"].startswith("broker-") and end["phase"] == "end"
