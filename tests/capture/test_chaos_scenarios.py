@@ -15,7 +15,7 @@ pytestmark = [
     pytest.mark.pulsar,
     pytest.mark.slow,
     pytest.mark.chaos,
-    pytest.mark.skipif(netns.unavailable_reason() is not None, reason=netns.unavailable_reason()),
+    pytest.mark.skipif(netns.unavailable_reason() is not None, reason=str(netns.unavailable_reason())),
 ]
 
 # What the first cause of a finding may be when the fault was the broker's lost ZooKeeper

@@ -13,7 +13,7 @@ from ingest.pulsar import netns
 from ingest.pulsar.netns import Network
 
 pytestmark = pytest.mark.skipif(
-    netns.unavailable_reason() is not None, reason=f"{netns.unavailable_reason()}"
+    netns.unavailable_reason() is not None, reason=str(netns.unavailable_reason())
 )
 
 SERVER = """
