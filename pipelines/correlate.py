@@ -37,10 +37,16 @@ _RETRY = (
 _REPLACED = "a bookie was replaced in the ledger's ensemble: writes pause until the new one is in"
 _BOOKIE_GONE = "a bookie holding the entries went away; with all Qw copies gone the data is lost"
 _UNDER = "the ledger lost replicas and is under-replicated: reads can stall or fail"
+_LOCK_LOST = (
+    "the broker lost its ZooKeeper session (cut off from ZooKeeper past the session timeout); "
+    "reconnecting, it found its bundle lock gone and unloaded the bundle, disconnecting clients"
+)
 
-# kind of finding → event_type → (rank: 1 strongest, why it explains the finding)
+# kind of finding → event_type → (rank: 1 strongest, why it explains the finding; 0 for the
+# events that only a fault produces and that name it, ahead of the consequences they cause)
 CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     "outage": {
+        "bundle_lock_lost": (0, _LOCK_LOST),
         "bundle_unload_requested": (1, _UNLOAD),
         "bundle_unload_started": (1, _UNLOAD),
         "bundle_shedding": (1, _UNLOAD),
@@ -60,6 +66,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
         "bookie_lost": (2, _BOOKIE_GONE),
     },
     "duplicated": {
+        "bundle_lock_lost": (0, _LOCK_LOST),
         "client_invalid_producer_receipt": (1, _RETRY),
         "bundle_unload_requested": (1, _RETRY),
         "bundle_unload_started": (1, _RETRY),

@@ -56,6 +56,10 @@ PATTERNS: list[LogPattern] = [
     P("bundle_lock_expired", SERVER, cls("OwnershipCache"),
       rf"^Resource lock for /namespace/{BUNDLE} has expired",
       "4.0.7 seen in every normal unload (not by itself a failure)"),
+    P("bundle_lock_lost", SERVER, cls("ResourceLockImpl"),
+      rf"^Failed to revalidate the lock at /namespace/{BUNDLE}\. Marked as expired",
+      "4.0-4.2; 4.0.7 seen (issue 11: a broker cut off from ZooKeeper past its session, on "
+      "reconnecting; the bundle is unloaded right after)"),
     P("bundle_ownership_lost", SERVER, cls("OwnershipCache"),
       rf"^Detected ownership loss for broker \[.*\] on namespace bundle \[{BUNDLE}\]",
       "reference: new in 4.1; 4.0.7 seen (a killed broker restarted on the same address)"),

@@ -15,7 +15,9 @@ from ingest.pulsar import cluster, netns
 pytestmark = [
     pytest.mark.pulsar,
     pytest.mark.slow,
-    pytest.mark.skipif(netns.unavailable_reason() is not None, reason=str(netns.unavailable_reason())),
+    pytest.mark.skipif(
+        netns.unavailable_reason() is not None, reason=str(netns.unavailable_reason())
+    ),
 ]
 
 MESSAGES = 3000
