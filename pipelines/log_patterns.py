@@ -144,6 +144,17 @@ PATTERNS: list[LogPattern] = [
       rf"^Failed to write entry \({LEDGER}, (?P<entry_id>\d+)\) to bookie \((?P<bookie_index>\d+), "
       r"(?P<bookie>[^)]+)\): (?P<reason>.*)",
       "BK 4.16-4.17; 4.0.7 seen ('Bookie handle is not available', bookie killed)"),
+    P("ledger_read_failed", SERVER, cls("PendingReadOp"),
+      rf"^Read of ledger entry failed: L{LEDGER} E(?P<entry_id>\d+)-E(?P<last_entry>\d+), "
+      r"Sent to \[(?P<bookie>[^\]]*)\], Heard from \[(?P<heard_from>[^\]]*)\] : bitset = "
+      r"\{[^}]*\}, Error = '(?P<reason>[^']*)'",
+      "BK 4.17.2; 4.0.7 seen (issue 11: every bookie of the fragment killed, reads blocked)"),
+    P("ledger_read_failed", SERVER, cls("OpReadEntry"),
+      rf"^\[{ML}\]\[(?P<cursor>[^\]]+)\] read failed from ledger at position:{LEDGER}:"
+      r"(?P<entry_id>\d+)", "4.0.7 seen (issue 11: the reader's read of an unreadable fragment)"),
+    P("bookie_unreachable", SERVER, cls("PerChannelBookieClient"),
+      r"^Cannot connect to (?P<bookie>\S+) as endpoint resolution failed",
+      "BK 4.17.2; 4.0.7 seen (issue 11: a killed bookie, its registration gone or not)"),
     P("bookie_quarantined", SERVER, cls("BookieWatcherImpl"),
       r"^Bookie (?P<bookie>\S+) has been quarantined", "BK 4.16-4.17"),
     # ---- bookie membership (broker's registration client, bookie side)

@@ -23,7 +23,12 @@ pytestmark = [
 # What the first cause of a finding may be when the fault was the broker's lost ZooKeeper
 # session: the session events themselves, or the bundle lock they took with them.
 ZK_FAULT = {"bundle_lock_lost", "zk_session_lost", "zk_disconnected", "bundle_ownership_lost"}
-BOOKIES_GONE = {"bookie_lost", "bookie_write_error", "new_ensemble", "ledger_under_replicated"}
+BOOKIES_GONE = {
+    "bookie_lost",
+    "ledger_read_failed",
+    "bookie_unreachable",
+    "ledger_under_replicated",
+}
 
 
 @pytest.fixture(scope="module")
