@@ -55,6 +55,7 @@ BOOKIE_DOWN_S = 12.0
 # timeout (the network cluster uses 10 s), so that the session really expires.
 DEFAULT_HOLD_S = 20.0
 LOSS = 0.3  # fraction of packets dropped by lossy-broker-bookies
+LOOKUP_AT = 0.6  # isolate-broker-from-zk: when (fraction of the hold) another broker is asked
 
 
 @dataclass(frozen=True)
@@ -189,11 +190,34 @@ def _network_fault(spec: ChaosSpec, target: Target, report: Report) -> None:
                 net.lossy(victim.name, peer.name, LOSS)
             else:
                 net.partition(victim.name, peer.name)
-        time.sleep(spec.hold_s)
+        if spec.action == "isolate-broker-from-zk":
+            _lookup_elsewhere(spec, target, victim, report)
+        else:
+            time.sleep(spec.hold_s)
     finally:
         healed = net.heal()
     report(victim.name, {"phase": "end", "rules_removed": healed, "from": _names(peers)})
     _restart_dead(state)
+
+
+def _lookup_elsewhere(
+    spec: ChaosSpec, target: Target, victim: process.ProcessSpec, report: Report
+) -> None:
+    """Halfway through the isolation (past the victim's session timeout), look the topic up
+    on another broker, as any new client would: with the old owner's ZooKeeper session gone,
+    that broker takes the bundle and recovers (fences) the topic's ledger under the old owner,
+    which still has the producer. Without a lookup, Pulsar 4.0 leaves the topic where it is
+    and the old owner simply revalidates its lock once the link heals."""
+    time.sleep(spec.hold_s * LOOKUP_AT)
+    others = [b for b in target.state.by_role("broker") if b is not victim]
+    outcome = {"phase": "lookup", "via": others[0].name if others else None}
+    if others:
+        try:
+            outcome["owner"] = Admin(f"http://{others[0].address('web')}").owner_of(target.topic)
+        except UsageError as exc:
+            outcome["error"] = str(exc)[:200]
+    report(victim.name, outcome)
+    time.sleep(spec.hold_s * (1 - LOOKUP_AT))
 
 
 def _restart_dead(state: ClusterState) -> None:

@@ -50,16 +50,17 @@ def _analyze(lakehouse, config, out):  # noqa: ANN001, ANN202
 
 def _isolate_broker(netns_cluster, lakehouse, config, tmp_path, dedup: bool) -> dict:  # noqa: ANN001
     """40 s of sends at 1000/s; the owner loses ZooKeeper at 6 s for 25 s, past its 10 s
-    session. Pulsar 4.0 (zookeeperSessionExpiredPolicy=reconnect) keeps serving the topic
-    while cut off; when the link heals it finds its bundle lock gone and unloads the bundle
-    while sends are in flight, whose acks are lost: the producer sends them again."""
+    session; halfway, the topic is looked up on the other broker, which takes it over and
+    fences the old owner's ledger while the producer still writes there: the sends in flight
+    are stored but their acks lost, and the producer sends them again to the new owner."""
     out = tmp_path / ("isolate-broker-dedup" if dedup else "isolate-broker")
     summary = chaos_capture(
         netns_cluster, out, "isolate-broker-from-zk", messages=40_000, config=(2, 2, 2),
         dedup=dedup, rate=1000.0, fault_at=0.15, hold_s=25.0,
     )  # fmt: skip
-    start, end = trace_events(out, "chaos")
+    start, lookup, end = trace_events(out, "chaos")
     assert start["target"].startswith("broker-") and end["phase"] == "end"
+    assert lookup["phase"] == "lookup" and lookup["via"] != start["target"], lookup
     print(f"\n{out.name}: capture {summary}")  # noqa: T201
     result = _analyze(lakehouse, config, out)
     print(f"{out.name}: runs {result['runs']}\nanomalies {result['anomalies']}")  # noqa: T201
