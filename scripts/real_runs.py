@@ -185,7 +185,7 @@ def cmd_finish(args: argparse.Namespace) -> None:
     stage, out = Path(args.stage), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     runs = sorted(p for p in stage.iterdir() if (p / "capture.json").exists())
-    lakehouse = cache_dir() / "real-runs-lakehouse"
+    lakehouse = Path(args.lakehouse)
     result = subprocess.run(
         [str(Path(sys.executable).parent / "pulsar-audit"), "analyze", str(stage), "--json",
          "--lakehouse", str(lakehouse)],
@@ -230,6 +230,7 @@ def main() -> None:
     fin = sub.add_parser("finish", help="analyze, pack and list every captured run")
     fin.add_argument("--out", default=str(REPO_ROOT / "data" / "real-runs"))
     fin.add_argument("--keep-events", type=int, default=4000, help="trace lines per client")
+    fin.add_argument("--lakehouse", default=str(cache_dir() / "real-runs-lakehouse"))
     for p in (cap, fin):
         p.add_argument("--stage", default=str(cache_dir() / "real-runs"))
     args = parser.parse_args()
