@@ -17,6 +17,9 @@ from pipelines.clock_skew import UNCORRECTED
 from pulsar_audit.schemas import CAUSE
 
 MAX_CAUSES = 5
+# Acked messages go missing after their ack (their copies die, their reads fail), until they
+# are read: for lost and unseen messages, events up to this long after the last ack count.
+MISSING_AFTER_MS = 180_000
 # A cause this close to a finding, on a host whose clock is not aligned, may be out of order.
 UNCERTAIN_WITHIN_MS = 1000
 
@@ -37,10 +40,20 @@ _RETRY = (
 _REPLACED = "a bookie was replaced in the ledger's ensemble: writes pause until the new one is in"
 _BOOKIE_GONE = "a bookie holding the entries went away; with all Qw copies gone the data is lost"
 _UNDER = "the ledger lost replicas and is under-replicated: reads can stall or fail"
+_UNREADABLE = (
+    "reads of the fragment holding these entries failed: every bookie with a copy is down, so "
+    "reads block until one returns"
+)
+_LOCK_LOST = (
+    "the broker lost its ZooKeeper session (cut off from ZooKeeper past the session timeout); "
+    "reconnecting, it found its bundle lock gone and unloaded the bundle, disconnecting clients"
+)
 
-# kind of finding → event_type → (rank: 1 strongest, why it explains the finding)
+# kind of finding → event_type → (rank: 1 strongest, why it explains the finding; 0 for the
+# events that only a fault produces and that name it, ahead of the consequences they cause)
 CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     "outage": {
+        "bundle_lock_lost": (0, _LOCK_LOST),
         "bundle_unload_requested": (1, _UNLOAD),
         "bundle_unload_started": (1, _UNLOAD),
         "bundle_shedding": (1, _UNLOAD),
@@ -60,6 +73,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
         "bookie_lost": (2, _BOOKIE_GONE),
     },
     "duplicated": {
+        "bundle_lock_lost": (0, _LOCK_LOST),
         "client_invalid_producer_receipt": (1, _RETRY),
         "bundle_unload_requested": (1, _RETRY),
         "bundle_unload_started": (1, _RETRY),
@@ -72,7 +86,9 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
         "ledger_created": (3, "a new ledger was opened after the old one was closed"),
     },
     "lost": {
+        "ledger_read_failed": (1, _UNREADABLE),
         "bookie_lost": (1, _BOOKIE_GONE),
+        "bookie_unreachable": (2, _BOOKIE_GONE),
         "ledger_under_replicated": (1, _UNDER),
         "new_ensemble": (2, "the ensemble changed while the entries were being written"),
         "bookie_replaced": (2, "a bookie was replaced while the entries were being written"),
@@ -83,6 +99,8 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     "unseen": {
         "ledger_under_replicated": (1, _UNDER),
         "bookie_lost": (1, _BOOKIE_GONE),
+        "ledger_read_failed": (1, _UNREADABLE),
+        "bookie_unreachable": (2, _BOOKIE_GONE),
         "bookie_read_only": (2, "a bookie turned read-only"),
     },
     "out_of_order": {
@@ -142,8 +160,12 @@ def rank_causes(
     """
     scoped = _event_scope(events).join(F.broadcast(rules), on="event_type", how="inner")
     event_us = F.unix_micros("event_ts")
+    missing = F.col("f.kind").isin("lost", "unseen")
+    after_us = F.when(missing, F.lit(max(after_ms, MISSING_AFTER_MS) * 1000)).otherwise(
+        F.lit(after_ms * 1000)
+    )
     window = (event_us >= F.unix_micros("start") - F.lit(before_ms * 1000)) & (
-        event_us <= F.unix_micros("end") + F.lit(after_ms * 1000)
+        event_us <= F.unix_micros("end") + after_us
     )
     f = findings.withColumn("namespace", topic_namespace(F.col("topic"))).alias("f")
     by_namespace = f.join(

@@ -56,6 +56,10 @@ PATTERNS: list[LogPattern] = [
     P("bundle_lock_expired", SERVER, cls("OwnershipCache"),
       rf"^Resource lock for /namespace/{BUNDLE} has expired",
       "4.0.7 seen in every normal unload (not by itself a failure)"),
+    P("bundle_lock_lost", SERVER, cls("ResourceLockImpl"),
+      rf"^Failed to revalidate the lock at /namespace/{BUNDLE}\. Marked as expired",
+      "4.0-4.2; 4.0.7 seen (issue 11: a broker cut off from ZooKeeper past its session, on "
+      "reconnecting; the bundle is unloaded right after)"),
     P("bundle_ownership_lost", SERVER, cls("OwnershipCache"),
       rf"^Detected ownership loss for broker \[.*\] on namespace bundle \[{BUNDLE}\]",
       "reference: new in 4.1; 4.0.7 seen (a killed broker restarted on the same address)"),
@@ -140,6 +144,17 @@ PATTERNS: list[LogPattern] = [
       rf"^Failed to write entry \({LEDGER}, (?P<entry_id>\d+)\) to bookie \((?P<bookie_index>\d+), "
       r"(?P<bookie>[^)]+)\): (?P<reason>.*)",
       "BK 4.16-4.17; 4.0.7 seen ('Bookie handle is not available', bookie killed)"),
+    P("ledger_read_failed", SERVER, cls("PendingReadOp"),
+      rf"^Read of ledger entry failed: L{LEDGER} E(?P<entry_id>\d+)-E(?P<last_entry>\d+), "
+      r"Sent to \[(?P<bookie>[^\]]*)\], Heard from \[(?P<heard_from>[^\]]*)\] : bitset = "
+      r"\{[^}]*\}, Error = '(?P<reason>[^']*)'",
+      "BK 4.17.2; 4.0.7 seen (issue 11: every bookie of the fragment killed, reads blocked)"),
+    P("ledger_read_failed", SERVER, cls("OpReadEntry"),
+      rf"^\[{ML}\]\[(?P<cursor>[^\]]+)\] read failed from ledger at position:{LEDGER}:"
+      r"(?P<entry_id>\d+)", "4.0.7 seen (issue 11: the reader's read of an unreadable fragment)"),
+    P("bookie_unreachable", SERVER, cls("PerChannelBookieClient"),
+      r"^Cannot connect to (?P<bookie>\S+) as endpoint resolution failed",
+      "BK 4.17.2; 4.0.7 seen (issue 11: a killed bookie, its registration gone or not)"),
     P("bookie_quarantined", SERVER, cls("BookieWatcherImpl"),
       r"^Bookie (?P<bookie>\S+) has been quarantined", "BK 4.16-4.17"),
     # ---- bookie membership (broker's registration client, bookie side)

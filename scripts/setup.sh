@@ -50,3 +50,12 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
   echo "setup: installing chromium with apt-get"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+
+# The chaos scenarios that cut network links run each Pulsar process in its own network
+# namespace and drop packets with iptables (Debian's iproute2 and iptables): install them when
+# missing and we may, otherwise those tests skip, saying why.
+if { ! command -v iptables >/dev/null || ! command -v ip >/dev/null; } \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "setup: installing iproute2 and iptables with apt-get"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null
+fi

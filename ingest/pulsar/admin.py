@@ -98,8 +98,11 @@ class Admin:
         """The namespace bundle range that holds the topic, e.g. 0x40000000_0x80000000."""
         return self._call("GET", f"/lookup/v2/topic/{topic.rest_path}/bundle").text.strip()
 
-    def unload_bundle(self, topic: TopicName, bundle: str) -> None:
-        self._call("PUT", f"/admin/v2/namespaces/{topic.ns_path}/{bundle}/unload")
+    def unload_bundle(self, topic: TopicName, bundle: str, destination: str | None = None) -> None:
+        """Unload the bundle; with `destination` (a broker id, host:web-port; extensible load
+        manager only) transfer it to that broker instead."""
+        query = f"?destinationBroker={destination}" if destination else ""
+        self._call("PUT", f"/admin/v2/namespaces/{topic.ns_path}/{bundle}/unload{query}")
 
     def owner_of(self, topic: TopicName) -> str:
         """The broker service URL that owns the topic now (pulsar://host:port)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ingest.pulsar.chaos import ACTIONS, DEFAULT_HOLD_S, NEEDS_NETNS
 from pulsar_audit.cli import EXIT_OK, Context
 from pulsar_audit.errors import UsageError
 from pulsar_audit.output import format_table
@@ -12,10 +13,35 @@ from pulsar_audit.paths import cache_dir
 from pulsar_audit.secrets import redact_url
 
 SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
+    "control": (2, 3, "2-2-2"),
     "unload": (1, 1, "1-1-1"),
     "kill-broker": (2, 3, "2-2-2"),
     "kill-bookie": (2, 3, "2-2-2"),
+    "kill-bookies": (2, 5, "3-3-2"),
+    "kill-qw-bookies": (2, 3, "2-2-1"),
+    "isolate-broker-from-zk": (2, 3, "2-2-2"),
+    "isolate-bookie-from-zk": (2, 3, "2-2-2"),
+    "partition-broker-from-bookies": (2, 3, "2-2-2"),
+    "lossy-broker-bookies": (2, 3, "2-2-2"),
 }
+# The simulator's names for the same scenarios (ingest/simulate/scenario.py).
+ALIASES = {"isolate-broker": "isolate-broker-from-zk", "isolate-bookie": "isolate-bookie-from-zk"}
+# Brokers' ZooKeeper session timeout on a namespaced cluster: short, so that a run that
+# isolates a process outlives its session within seconds (Pulsar's default is 30 s).
+NETNS_SESSION_MS = 10_000
+RATE = 250.0  # sends per second of chaos runs, so that production spans the fault
+
+
+def parse_scenario(text: str) -> tuple[str, int]:
+    """NAME or kill-bookies:N (the simulator's names too) → (name, count)."""
+    name, _, count = text.partition(":")
+    name = ALIASES.get(name, name)
+    if name not in SCENARIOS or (count and (name != "kill-bookies" or not count.isdigit())):
+        raise UsageError(
+            f"--scenario {text!r}: expected one of {', '.join(sorted(SCENARIOS))} "
+            "(kill-bookies:N with a count)"
+        )
+    return name, int(count or 2)
 
 
 def _workdir(ctx: Context) -> Path:
@@ -29,7 +55,11 @@ def cmd_cluster(ctx: Context) -> int:
 
     action, workdir = ctx.args.action, _workdir(ctx)
     if action == "up":
-        cluster.up(workdir, ctx.args.brokers, ctx.args.bookies)
+        session_ms = NETNS_SESSION_MS if ctx.args.netns else None
+        cluster.up(
+            workdir, ctx.args.brokers, ctx.args.bookies, ctx.args.netns, session_ms,
+            ctx.args.load_manager,
+        )  # fmt: skip
     if action == "down":
         stopped = cluster.down(workdir)
         ctx.emit({"workdir": str(workdir), "stopped": stopped}, _down_text)
@@ -63,12 +93,12 @@ def _capture_options(ctx: Context, state, scenario: str):  # noqa: ANN001, ANN20
     from ingest.pulsar.harness import CaptureOptions, new_run_id, parse_config
 
     args = ctx.args
-    spec = ChaosSpec.parse(args.chaos) if args.chaos else None
+    spec = ChaosSpec.parse(args.chaos, hold_s=args.hold_s) if args.chaos else None
     service_url = args.service_url or (state.service_url if state else None)
     admin_url = args.admin_url or (state.admin_url if state else None)
     if not service_url or not admin_url:
         raise UsageError("no cluster: pass --service-url and --admin-url, or `cluster up` first")
-    run_id = new_run_id(spec.action if spec else scenario)
+    run_id = new_run_id((spec.label if spec else scenario).replace(":", ""))
     return CaptureOptions(
         service_url=service_url,
         admin_url=admin_url,
@@ -80,8 +110,9 @@ def _capture_options(ctx: Context, state, scenario: str):  # noqa: ANN001, ANN20
         chaos=spec,
         consumer=args.consumer,
         deduplication=args.dedup,
-        scenario=spec.action if spec else scenario,
+        scenario=spec.label if spec else scenario,
         run_id=run_id,
+        rate=args.rate or 0.0,
     )
 
 
@@ -91,7 +122,7 @@ def _state_for(ctx: Context):  # noqa: ANN202
 
     state = running(_workdir(ctx))
     if state and ctx.args.admin_url:
-        webs = {f"127.0.0.1:{p.ports.get('web')}" for p in state.processes}
+        webs = {p.address("web") for p in state.processes if "web" in p.ports}
         if ctx.args.admin_url.rstrip("/").split("//")[-1] not in webs:
             return None  # another Pulsar: no logs to copy, no processes to kill
     return state
@@ -121,20 +152,58 @@ def cmd_chaos_run(ctx: Context) -> int:
     from ingest.pulsar.harness import capture
 
     args = ctx.args
-    brokers, bookies, default_config = SCENARIOS[args.scenario]
+    name, count = parse_scenario(args.scenario)
+    brokers, bookies, default_config = SCENARIOS[name]
     args.config = args.config or default_config
-    args.chaos = f"{args.scenario}@{max(1, args.messages // 2)}"
+    label = f"{name}:{count}" if name == "kill-bookies" else name
+    at_ack = max(1, int(args.messages * args.fault_at))
+    args.chaos = None if name == "control" else f"{label}@{at_ack}"
+    if args.rate is None:
+        args.rate = 0.0 if name in ("control", "unload") else RATE
     workdir = _workdir(ctx)
-    started_here = cluster.running(workdir) is None
-    state = cluster.up(workdir, brokers, bookies)
+    state = cluster.running(workdir)  # a running cluster is used as it is
+    started_here = state is None
+    if state is None:
+        netns = args.netns or name in NEEDS_NETNS
+        state = cluster.up(
+            workdir, args.brokers or brokers, args.bookies or bookies, netns,
+            NETNS_SESSION_MS if netns else None,
+        )  # fmt: skip
     try:
-        captured = capture(_capture_options(ctx, state, args.scenario), state)
+        captured = capture(_capture_options(ctx, state, label), state)
     finally:
         if started_here and not args.keep_cluster:
             cluster.down(workdir)
     result = ctx.job("analyze")(ctx, captured["out"])
     ctx.emit({**result, "capture": captured}, _chaos_text)
     return EXIT_OK
+
+
+def cmd_chaos_study(ctx: Context) -> int:
+    from ingest.pulsar.study import STUDY_SCENARIOS, outage_table, run_study
+
+    args = ctx.args
+    scenarios = [name.strip() for name in args.scenario.split(",") if name.strip()]
+    unknown = [name for name in scenarios if name not in STUDY_SCENARIOS]
+    if unknown or not scenarios or args.repeat < 1:
+        raise UsageError(
+            f"--scenario {args.scenario!r}: expected a comma list of {', '.join(STUDY_SCENARIOS)} "
+            "and --repeat >= 1"
+        )
+    out = Path(args.out) if args.out else cache_dir() / "pulsar" / "study"
+    runs = run_study(_workdir(ctx), out, scenarios, args.repeat, args.messages, args.rate)
+    result = ctx.job("analyze")(ctx, out)
+    ids = {run["run_id"] for run in runs}
+    outages = [o for o in result["outages"] if o["run_id"] in ids]
+    table = outage_table(runs, outages)
+    ctx.emit({"table": table, "outages": outages, "out": str(out)}, _study_text)
+    return EXIT_OK
+
+
+def _study_text(result: dict) -> str:
+    columns = ["scenario", "runs", "runs_with_outage", "outages", "median_ms", "p99_ms",
+               "max_ms", "backoff_steps"]  # fmt: skip
+    return format_table(result["table"], columns) + f"\nruns in {result['out']}"
 
 
 def _chaos_text(result: dict) -> str:
@@ -154,6 +223,10 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
     p.add_argument("--consumer", choices=("reader", "subscription"), default="reader")
     p.add_argument("--dedup", action="store_true", help="enable broker deduplication")
     p.add_argument("--out", metavar="DIR", help="trace folder (default .cache/pulsar/traces/RUN)")
+    p.add_argument("--rate", type=float, metavar="MSG/S", help="pace the sends (default: as "
+                   "fast as --in-flight allows; chaos runs with a fault: 250/s)")  # fmt: skip
+    p.add_argument("--hold-s", type=float, default=DEFAULT_HOLD_S, metavar="S",
+                   help="how long a network fault holds before the links heal")  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -166,6 +239,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("action", choices=("up", "down", "status"))
     p.add_argument("--brokers", type=int, default=1, metavar="N")
     p.add_argument("--bookies", type=int, default=1, metavar="N")
+    p.add_argument("--netns", action="store_true", help="each process in its own network "
+                   "namespace on a private bridge (needs root, iproute2, iptables)")  # fmt: skip
+    p.add_argument("--load-manager", choices=("modular", "extensible"), default="modular",
+                   help="extensible: ExtensibleLoadManagerImpl (bundles can be transferred)"
+                   )  # fmt: skip
     p.add_argument("--workdir", metavar="DIR", help="state, conf, data and logs (default "
                    ".cache/pulsar/run)")  # fmt: skip
     p.set_defaults(handler=cmd_cluster)
@@ -181,8 +259,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--service-url", metavar="URL", help="default: the cluster of --workdir")
     p.add_argument("--admin-url", metavar="URL", help="default: the cluster of --workdir")
     p.add_argument("--topic", metavar="T", help="default: audit-<run id>")
-    p.add_argument("--chaos", metavar="ACTION@ACK_COUNT", help="unload, kill-broker, "
-                   "kill-bookie or stop-bookie when ACK_COUNT messages are acked")  # fmt: skip
+    p.add_argument("--chaos", metavar="ACTION@ACK_COUNT", help="one of "
+                   f"{', '.join(ACTIONS)} when ACK_COUNT messages are acked")  # fmt: skip
     _capture_args(p, messages=100_000)
     p.set_defaults(handler=cmd_capture_run)
 
@@ -190,11 +268,34 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     kinds = chaos.add_subparsers(dest="kind", metavar="KIND", required=True)
     p = kinds.add_parser(
         "run", parents=[common], help="cluster up + capture with chaos + ingest + analyze",
-        description="Start the cluster the scenario needs (unless it runs), capture a run "
-        "with the chaos action at half the messages, then ingest and analyze it like "
-        "`analyze`.",
+        description="Start the cluster the scenario needs (unless one runs in --workdir: then "
+        "that one), capture a run with the fault at --fault-at of the messages, then ingest "
+        "and analyze it like `analyze`. Scenarios that cut links start a namespaced cluster.",
     )  # fmt: skip
-    p.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    names = ", ".join(sorted(SCENARIOS))
+    p.add_argument("--scenario", required=True, metavar="NAME",
+                   help=f"one of {names}; kill-bookies:N kills N")  # fmt: skip
     p.add_argument("--keep-cluster", action="store_true", help="leave a cluster it started up")
+    p.add_argument("--fault-at", type=float, default=0.5, metavar="FRACTION",
+                   help="inject the fault when this fraction of the messages is acked")  # fmt: skip
+    p.add_argument("--brokers", type=int, metavar="N", help="cluster size if it starts one")
+    p.add_argument("--bookies", type=int, metavar="N", help="cluster size if it starts one")
+    p.add_argument("--netns", action="store_true", help="start the cluster namespaced even "
+                   "for a scenario that does not cut links")  # fmt: skip
     _capture_args(p, messages=20_000)
     p.set_defaults(handler=cmd_chaos_run, service_url=None, admin_url=None, topic=None)
+
+    p = kinds.add_parser(
+        "study", parents=[common], help="unload versus transfer: N runs each, outages compared",
+        description="On a two-broker cluster with the extensible load manager (started unless "
+        "one runs in --workdir), capture --repeat runs of each scenario (unload: the bundle "
+        "is unloaded; transfer: it is moved to the other broker), analyze them, and print "
+        "the producers' outages per scenario: count, median, p99, max, backoff step.",
+    )  # fmt: skip
+    p.add_argument("--scenario", default="unload,transfer", metavar="A,B")
+    p.add_argument("--repeat", type=int, default=10, metavar="N")
+    p.add_argument("--messages", type=int, default=3000, metavar="N")
+    p.add_argument("--rate", type=float, default=500.0, metavar="MSG/S")
+    p.add_argument("--workdir", metavar="DIR", help="cluster work dir (default .cache/pulsar/run)")
+    p.add_argument("--out", metavar="DIR", help="runs folder (default .cache/pulsar/study)")
+    p.set_defaults(handler=cmd_chaos_study)

@@ -42,6 +42,8 @@ class ClusterState:
     processes: list[ProcessSpec] = field(default_factory=list)
     started_at: float = 0.0
     startup_s: float = 0.0
+    network: dict | None = None  # netns.Network.as_dict() when each process has a namespace
+    load_manager: str = "modular"
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [spec for spec in self.processes if spec.role == role]
@@ -92,16 +94,29 @@ def running(workdir: Path) -> ClusterState | None:
     return None
 
 
-def up(workdir: Path | None = None, brokers: int = 1, bookies: int = 1) -> ClusterState:
-    """Start a cluster in `workdir` (standalone when 1 broker and 1 bookie), or return the
-    one already running there if it has the same shape."""
+def up(
+    workdir: Path | None = None,
+    brokers: int = 1,
+    bookies: int = 1,
+    netns: bool = False,
+    session_ms: int | None = None,
+    load_manager: str = "modular",
+) -> ClusterState:
+    """Start a cluster in `workdir` (standalone when 1 broker and 1 bookie, unless `netns`), or
+    return the one already running there if it has the same shape.
+
+    netns: every process in its own network namespace on a private bridge (see netns.py), so
+    that links can be cut; session_ms: the brokers' ZooKeeper session timeout; load_manager:
+    "modular" (Pulsar's default) or "extensible" (bundles can be transferred, PIP-192)."""
     workdir = Path(workdir or default_workdir()).resolve()
     current = running(workdir)
     if current:
-        if (current.brokers, current.bookies) != (brokers, bookies):
+        shape = (current.brokers, current.bookies, current.network is not None)
+        if shape != (brokers, bookies, netns):
             raise SetupError(
                 f"a {current.kind} with {current.brokers} broker(s) and {current.bookies} "
-                f"bookie(s) already runs in {workdir}; `pulsar-audit cluster down` first"
+                f"bookie(s){' (netns)' if current.network else ''} already runs in {workdir}; "
+                "`pulsar-audit cluster down` first"
             )
         return current
     down(workdir)
@@ -109,12 +124,21 @@ def up(workdir: Path | None = None, brokers: int = 1, bookies: int = 1) -> Clust
         shutil.rmtree(workdir / sub, ignore_errors=True)
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
     started = time.time()
-    if brokers == 1 and bookies == 1:
+    if brokers == 1 and bookies == 1 and not netns and load_manager == "modular":
         state = _start_standalone(workdir)
     else:
-        from ingest.pulsar.multi import start_multi
+        from ingest.pulsar.multi import Timeouts, start_multi
+        from ingest.pulsar.netns import Network
 
-        state = start_multi(workdir, brokers, bookies)
+        network = Network.create() if netns else None
+        timeouts = Timeouts(broker_session_ms=session_ms) if session_ms else Timeouts()
+        try:
+            state = start_multi(workdir, brokers, bookies, network, timeouts, load_manager)
+        except BaseException:
+            if network:
+                network.teardown()
+            raise
+    state.load_manager = load_manager
     state.started_at, state.startup_s = started, round(time.time() - started, 2)
     save_state(state)
     return state
@@ -173,7 +197,7 @@ def wait_ready(state: ClusterState, timeout_s: float = STARTUP_TIMEOUT_S) -> Non
     deadline = time.monotonic() + timeout_s
     brokers = state.by_role("broker") or state.by_role("standalone")
     for spec in brokers:
-        admin = f"http://127.0.0.1:{spec.ports['web']}"
+        admin = f"http://{spec.address('web')}"
         _wait_for(state, deadline, lambda admin=admin: _admin_answers(admin), f"{admin} (admin)")
     client_log = Path(state.workdir) / "logs" / "probe-client.log"
     _wait_for(
@@ -242,6 +266,10 @@ def down(workdir: Path | None = None) -> dict[str, str]:
     if state is None:
         return {}
     result = stop_processes(state.processes)
+    if state.network:
+        from ingest.pulsar.netns import Network
+
+        Network.from_dict(state.network).teardown()
     state_path(workdir).unlink(missing_ok=True)
     return result
 

@@ -8,6 +8,7 @@ Messages without a `seq` property (not ours) are counted, not recorded.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
@@ -39,14 +40,22 @@ def _receive_fields(message: pulsar.Message, subscription: str) -> dict | None:
     }
 
 
-def drain_reader(client: pulsar.Client, admin: Admin, topic: TopicName, make: MakeRecorder) -> dict:
-    """Read from the earliest message until none is left; `end` only if the end was reached."""
+def drain_reader(
+    client: pulsar.Client,
+    admin: Admin,
+    topic: TopicName,
+    make: MakeRecorder,
+    retries: int = RETRIES,
+) -> dict:
+    """Read from the earliest message until none is left; `end` only if the end was reached.
+
+    retries: reads that fail in a row before giving up (few while a fault blocks reads)."""
     name = f"reader-{secrets.token_hex(4)}"
     reader = client.create_reader(topic.full, pulsar.MessageId.earliest, reader_name=name)
     rec = make(topic.full, "consumer", name)
     received = foreign = failures = 0
     started = time.monotonic()
-    while failures < RETRIES:
+    while failures < retries:
         try:
             if not reader.has_message_available():
                 break
@@ -61,15 +70,20 @@ def drain_reader(client: pulsar.Client, admin: Admin, topic: TopicName, make: Ma
             continue
         rec.emit("receive", **fields)
         received += 1
-    reached_end = failures < RETRIES
+    reached_end = failures < retries
     if reached_end:
         rec.emit("end", subscription=name)
-    reader.close()
+    with contextlib.suppress(pulsar.PulsarException):
+        reader.close()
     return _summary("reader", name, received, foreign, reached_end, started)
 
 
 def drain_subscription(
-    client: pulsar.Client, admin: Admin, topic: TopicName, make: MakeRecorder
+    client: pulsar.Client,
+    admin: Admin,
+    topic: TopicName,
+    make: MakeRecorder,
+    retries: int = RETRIES,
 ) -> dict:
     """Consume with an exclusive subscription from the earliest position, acknowledging each
     message, until a receive times out and the subscription's backlog is 0."""
@@ -85,7 +99,7 @@ def drain_subscription(
     received = foreign = idle = 0
     started = time.monotonic()
     reached_end = False
-    while idle < RETRIES:
+    while idle < retries:
         try:
             message = consumer.receive(timeout_millis=2000)
         except pulsar.Timeout:

@@ -47,6 +47,7 @@ class CaptureOptions:
     deduplication: bool = False
     scenario: str = "control"
     payload_bytes: int = 100
+    rate: float = 0.0  # sends per second (0: as fast as in_flight allows)
     run_id: str = field(default_factory=lambda: new_run_id("capture"))
 
 
@@ -91,7 +92,14 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
         run.emit("config", **_config_fields(opts, state))
         summary = _produce(opts, topic, client, spool, run, admin, state)
         consumer = drain_reader if opts.consumer == "reader" else drain_subscription
-        summary["consume"] = consumer(client, admin, topic, Recorder.factory(spool, opts.run_id))
+        make = Recorder.factory(spool, opts.run_id)
+        restore = (summary["chaos"] or {}).pop("restore", None)
+        if restore:  # read while the fault holds (reads may block), undo it, read again
+            summary["consume_during_fault"] = consumer(client, admin, topic, make, retries=2)
+            restore()
+        summary["consume"] = consumer(client, admin, topic, make)
+        if restore:
+            restore.rest()
     finally:
         client.close()
         spool.close()
@@ -113,12 +121,11 @@ class ZkWatch:
 
     @classmethod
     def start(cls, state: ClusterState | None, out: Path) -> ZkWatch:
-        ports = [
-            p.ports["zookeeper"]
-            for p in (state.processes if state else [])
-            if "zookeeper" in p.ports
-        ]
-        watch = cls(ZkCapture(f"127.0.0.1:{ports[0]}", out) if ports else None)
+        zookeepers = [
+            p.address("zookeeper") for p in (state.processes if state else []) if p.role
+            in ("zookeeper", "standalone")
+        ]  # fmt: skip
+        watch = cls(ZkCapture(zookeepers[0], out) if zookeepers else None)
         if watch._capture is not None:
             watch._thread.start()
         return watch
@@ -151,7 +158,9 @@ def _config_fields(opts: CaptureOptions, state: ClusterState | None) -> dict:
         "messages": opts.messages,
         "in_flight": opts.in_flight,
         "consumer": opts.consumer,
-        "chaos": f"{opts.chaos.action}@{opts.chaos.at_ack}" if opts.chaos else None,
+        "chaos": f"{opts.chaos.label}@{opts.chaos.at_ack}" if opts.chaos else None,
+        "rate": opts.rate or None,
+        "netns": bool(state and state.network),
     }
 
 
@@ -201,6 +210,8 @@ def _produce(opts, topic, client, spool, run, admin, state) -> dict:  # noqa: AN
     padding = b"." * opts.payload_bytes
     started = time.monotonic()
     for seq in range(opts.messages):
+        if opts.rate:  # pace the sends so that the run spans the fault
+            time.sleep(max(0.0, started + seq / opts.rate - time.monotonic()))
         rec.emit("send", seq=seq)
         producer.send_async(
             padding,
@@ -208,7 +219,8 @@ def _produce(opts, topic, client, spool, run, admin, state) -> dict:  # noqa: AN
             properties={"seq": str(seq)},
             sequence_id=seq,
         )
-    producer.flush()
+    # No flush(): with every bookie of a write quorum gone it can block past the send timeout
+    # (seen with kill-qw-bookies at 2-2-2); the callbacks are awaited with a deadline instead.
     finished = acks.all_done.wait(timeout=120 + opts.messages / 1000)
     elapsed = time.monotonic() - started
     chaos_result = _finish_chaos(chaos_thread, acks)
@@ -239,7 +251,8 @@ def _start_chaos(opts, admin, topic, state, run, acks) -> threading.Thread | Non
     spec, outcome = opts.chaos, {}
 
     def report(target: str, details: dict) -> None:
-        run.emit("chaos", action=spec.action, target=target, ack_count=acks.acked, **details)
+        fields = {"phase": "start", **details}
+        run.emit("chaos", action=spec.label, target=target, ack_count=acks.acked, **fields)
 
     def act() -> None:
         acks.trigger.wait()
@@ -247,7 +260,9 @@ def _start_chaos(opts, admin, topic, state, run, acks) -> threading.Thread | Non
             outcome["error"] = f"ack count never reached {spec.at_ack}"
             return
         try:
-            outcome.update(chaos.run_action(spec, admin, topic, state, report))
+            outcome.update(
+                chaos.run_action(spec, admin, topic, state, report, write_quorum=opts.config[1])
+            )
         except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
             log.exception("chaos action %s failed", spec.action)
             outcome["error"] = f"{type(exc).__name__}: {exc}"

@@ -19,6 +19,7 @@ class ProcessSpec:
     name: unique in the cluster ("standalone", "zookeeper", "bookie-1", "broker-2").
     role: standalone | zookeeper | bookie | broker.
     log: the log4j file the process writes (what log ingest reads); out: its stdout/stderr.
+    host: the address it listens on; netns: its network namespace ("" = this machine's).
     """
 
     name: str
@@ -29,6 +30,12 @@ class ProcessSpec:
     env: dict[str, str] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     pid: int = 0
+    host: str = "127.0.0.1"
+    netns: str = ""
+
+    def address(self, port: str) -> str:
+        """host:port of one of its ports, e.g. address("bookie") → 10.1.2.3:3181."""
+        return f"{self.host}:{self.ports[port]}"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -59,8 +66,10 @@ def spawn(spec: ProcessSpec) -> int:
     """Start the process in its own session (so a Ctrl-C of the caller does not reach it)."""
     Path(spec.out).parent.mkdir(parents=True, exist_ok=True)
     with open(spec.out, "ab") as out:
+        # `ip netns exec` enters the namespace and execs the JVM: the pid stays the JVM's.
+        prefix = ["ip", "netns", "exec", spec.netns] if spec.netns else []
         proc = subprocess.Popen(
-            spec.argv,
+            [*prefix, *spec.argv],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -151,9 +160,9 @@ def tail(path: str | Path, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def port_open(port: int, timeout_s: float = 0.5) -> bool:
+def port_open(port: int, timeout_s: float = 0.5, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
+        with socket.create_connection((host, port), timeout=timeout_s):
             return True
     except OSError:
         return False

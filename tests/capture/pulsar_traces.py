@@ -34,3 +34,35 @@ def capture_opts(state: ClusterState, out: Path, **kwargs):  # noqa: ANN201
     return CaptureOptions(
         service_url=state.service_url, admin_url=state.admin_url, out=out, **kwargs
     )
+
+
+def chaos_capture(
+    state: ClusterState,
+    out: Path,
+    action: str,
+    *,
+    messages: int,
+    config: tuple[int, int, int],
+    dedup: bool = False,
+    rate: float = 200.0,
+    fault_at: float = 0.25,
+    hold_s: float = 15.0,
+) -> dict:
+    """Capture `messages` paced at `rate` with `action` when `fault_at` of them are acked;
+    the capture summary (the faults are in the trace as `chaos` run events)."""
+    from ingest.pulsar.chaos import ChaosSpec
+    from ingest.pulsar.harness import capture
+
+    spec = ChaosSpec.parse(f"{action}@{max(1, int(messages * fault_at))}", hold_s=hold_s)
+    opts = capture_opts(
+        state, out, topic=out.name, messages=messages, config=config, chaos=spec,
+        scenario=spec.label, deduplication=dedup, rate=rate,
+    )  # fmt: skip
+    summary = capture(opts, state)
+    assert "error" not in (summary["chaos"] or {}), summary["chaos"]
+    return summary
+
+
+def first_causes(findings: list[dict]) -> list[str | None]:
+    """The event type of each finding's first (strongest) cause."""
+    return [(f["causes"] or [{}])[0].get("event_type") for f in findings]

@@ -42,7 +42,8 @@ def _capture_with(multi, tmp_path: Path, action: str):  # noqa: ANN001, ANN202
     )
     summary = capture(opts, multi)
     assert "error" not in summary["chaos"], summary["chaos"]
-    [chaos] = trace_events(out, "chaos")
+    chaos, end = trace_events(out, "chaos")  # the fault, then its end (the restart)
+    assert (chaos["phase"], end["phase"]) == ("start", "end")
     return out, chaos, multi.get(chaos["target"])
 
 

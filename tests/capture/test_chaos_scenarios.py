@@ -1,0 +1,114 @@
+"""The chaos-test post's network and quorum scenarios on a namespaced cluster (ZooKeeper,
+3 bookies, 2 brokers, each in its own network namespace), checked end to end by `analyze`.
+
+Issue 11's Done-when (a) and (b). Opt-in (several minutes): PULSAR_AUDIT_CHAOS=1 or -m chaos.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pulsar_traces import chaos_capture, first_causes, trace_events
+
+from ingest.pulsar import cluster, netns
+
+pytestmark = [
+    pytest.mark.pulsar,
+    pytest.mark.slow,
+    pytest.mark.chaos,
+    pytest.mark.skipif(
+        netns.unavailable_reason() is not None, reason=str(netns.unavailable_reason())
+    ),
+]
+
+# What the first cause of a finding may be when the fault was the broker's lost ZooKeeper
+# session: the session events themselves, or the bundle lock they took with them.
+ZK_FAULT = {"bundle_lock_lost", "zk_session_lost", "zk_disconnected", "bundle_ownership_lost"}
+BOOKIES_GONE = {
+    "bookie_lost",
+    "ledger_read_failed",
+    "bookie_unreachable",
+    "ledger_under_replicated",
+}
+
+
+@pytest.fixture(scope="module")
+def netns_cluster(tmp_path_factory: pytest.TempPathFactory):
+    workdir = tmp_path_factory.mktemp("pulsar-chaos")
+    try:
+        state = cluster.up(workdir, brokers=2, bookies=3, netns=True, session_ms=10_000)
+        print(f"\nnamespaced cluster (2 brokers, 3 bookies) started in {state.startup_s} s")  # noqa: T201
+        yield state
+    finally:
+        cluster.down(workdir)
+
+
+def _analyze(lakehouse, config, out):  # noqa: ANN001, ANN202
+    from jobs.analyze import analyze
+
+    return analyze(lakehouse, config, out)
+
+
+def _isolate_broker(netns_cluster, lakehouse, config, tmp_path, dedup: bool) -> dict:  # noqa: ANN001
+    """40 s of sends at 1000/s; the owner loses ZooKeeper at 6 s for 25 s, past its 10 s
+    session; halfway, the topic is looked up on the other broker, which takes it over and
+    fences the old owner's ledger while the producer still writes there: the sends in flight
+    are stored but their acks lost, and the producer sends them again to the new owner."""
+    out = tmp_path / ("isolate-broker-dedup" if dedup else "isolate-broker")
+    summary = chaos_capture(
+        netns_cluster, out, "isolate-broker-from-zk", messages=40_000, config=(2, 2, 2),
+        dedup=dedup, rate=1000.0, fault_at=0.15, hold_s=25.0,
+    )  # fmt: skip
+    start, lookup, end = trace_events(out, "chaos")
+    assert start["target"].startswith("broker-") and end["phase"] == "end"
+    assert lookup["phase"] == "lookup" and lookup["via"] != start["target"], lookup
+    print(f"\n{out.name}: capture {summary}")  # noqa: T201
+    result = _analyze(lakehouse, config, out)
+    print(f"{out.name}: runs {result['runs']}\nanomalies {result['anomalies']}")  # noqa: T201
+    return result
+
+
+def test_isolated_broker_without_dedup_duplicates_in_blocks_and_loses_nothing(
+    netns_cluster, lakehouse, config, tmp_path
+) -> None:
+    result = _isolate_broker(netns_cluster, lakehouse, config, tmp_path, dedup=False)
+    [run] = result["runs"]
+    assert run["lost"] == 0 and run["duplicated"] > 0, run
+    blocks = [a for a in result["anomalies"] if a["kind"] == "duplicated"]
+    assert sum(block["count"] for block in blocks) == run["duplicated"]
+    # each block is a contiguous run of resent messages (in the real run: the last entry of
+    # the old owner's ledger written again as entry 0 of the new owner's ledger)
+    assert all(b["count"] == b["seq_to"] - b["seq_from"] + 1 for b in blocks), blocks
+    assert set(first_causes(blocks)) <= ZK_FAULT, first_causes(blocks)
+
+
+def test_isolated_broker_with_dedup_gives_no_duplicates(
+    netns_cluster, lakehouse, config, tmp_path
+) -> None:
+    result = _isolate_broker(netns_cluster, lakehouse, config, tmp_path, dedup=True)
+    [run] = result["runs"]
+    assert (run["lost"], run["duplicated"]) == (0, 0), run
+
+
+def test_kill_qw_bookies_hides_acked_messages_until_one_returns(
+    netns_cluster, lakehouse, config, tmp_path
+) -> None:
+    out = tmp_path / "kill-qw-bookies"
+    summary = chaos_capture(
+        netns_cluster, out, "kill-qw-bookies", messages=3000, config=(2, 2, 1), rate=200.0,
+        fault_at=0.3,
+    )  # fmt: skip
+    start, end = trace_events(out, "chaos")
+    assert start["count"] == 2 and end["phase"] == "end", (start, end)
+    during, after = summary["consume_during_fault"], summary["consume"]
+    print(f"\nkill-qw-bookies: capture {summary}")  # noqa: T201
+    result = _analyze(lakehouse, config, out)
+    print(f"runs {result['runs']}\nanomalies {result['anomalies']}")  # noqa: T201
+    rows = {row["subscription"]: row for row in result["runs"]}
+    while_down, repeated = rows[during["name"]], rows[after["name"]]
+    # While both copies are down the acked messages cannot be read: missing, or no verdict.
+    assert while_down["valid"] == "unknown" or while_down["lost"] > 0, while_down
+    assert while_down["received"] < while_down["acked"]
+    # One bookie back, the same read finds every acknowledged message.
+    assert (repeated["lost"], repeated["unseen"], repeated["valid"]) == (0, 0, True), repeated
+    missing = [a for a in result["anomalies"] if a["subscription"] == during["name"]]
+    assert missing and set(first_causes(missing)) <= BOOKIES_GONE, first_causes(missing)
