@@ -6,24 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+from spark_test_conf import TEST_SPARK_CONF
 
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.delta_io import Lakehouse
-
-TEST_SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.databricks.delta.snapshotPartitions": "1",
-    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
-    "spark.driver.memory": "2g",
-    # Tests run many tiny multi-stage plans: adaptive execution and code generation only add
-    # overhead there (about half of each test's time).
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-
 
 # PULSAR_AUDIT_LONG=1 runs every long suite the default run (CI) leaves out: each has its own
 # switch too (the chaos grid, the risk end to end, the long reliability suites, deployment).

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from conftest import TEST_SPARK_CONF
+from spark_test_conf import TEST_SPARK_CONF
 
 from ingest.synthetic import RunSpec, write_run
 from jobs.analyze import analyze

@@ -27,7 +27,7 @@ CAN_MOUNT = os.geteuid() == 0
 
 @pytest.fixture(scope="module")
 def env_world(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from conftest import TEST_SPARK_CONF
+    from spark_test_conf import TEST_SPARK_CONF
 
     root = tmp_path_factory.mktemp("badenv")
     inputs = root / "inputs"

@@ -93,7 +93,7 @@ def run_pair(
 
 @pytest.fixture(scope="module")
 def parts(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from conftest import TEST_SPARK_CONF
+    from spark_test_conf import TEST_SPARK_CONF
 
     root = tmp_path_factory.mktemp("concurrent")
     inputs = build_parts(root / "inputs")

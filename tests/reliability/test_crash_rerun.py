@@ -50,7 +50,7 @@ LONG_MIN_POINTS = 20
 @pytest.fixture(scope="module")
 def world(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Inputs, the test config and one clean reference run (its digest and its kill points)."""
-    from conftest import TEST_SPARK_CONF
+    from spark_test_conf import TEST_SPARK_CONF
 
     root = tmp_path_factory.mktemp("crash")
     inputs = build_inputs(root / "inputs")

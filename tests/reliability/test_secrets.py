@@ -70,7 +70,7 @@ def secret_env(tmp_path: Path) -> dict[str, str]:
 
 
 def _conf_dir(tmp_path: Path, hook_url: str, dead_url: str) -> Path:
-    from conftest import TEST_SPARK_CONF
+    from spark_test_conf import TEST_SPARK_CONF
 
     conf = yaml.safe_load(CONF_LOCAL.read_text())
     conf["spark"].update(

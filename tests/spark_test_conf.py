@@ -1,0 +1,16 @@
+"""The Spark settings of the tests' session (a module of its own: several test folders have a
+conftest.py, so `from conftest import …` finds whichever comes first on sys.path)."""
+
+TEST_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+    "spark.driver.memory": "2g",
+    # Tests run many tiny multi-stage plans: adaptive execution and code generation only add
+    # overhead there (about half of each test's time).
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
