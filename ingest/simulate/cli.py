@@ -7,20 +7,10 @@ from typing import Any
 
 from pulsar_audit.cli import EXIT_OK, Context
 from pulsar_audit.output import format_table
+from pulsar_audit.schemas import RUN_COUNTS
 
-SUMMARY_FIELDS = (
-    "subscription",
-    "sent",
-    "acked",
-    "nacked",
-    "received",
-    "lost",
-    "unseen",
-    "unacked_received",
-    "duplicated",
-    "redelivered",
-    "valid",
-)
+# the text table: every count of truth.json, as `analyze` prints them
+SUMMARY_FIELDS = ("subscription", *RUN_COUNTS, "valid")
 
 
 def _scenario_args(p: argparse.ArgumentParser) -> None:
