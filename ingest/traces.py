@@ -24,9 +24,10 @@ from ingest.skeleton import Batch, Progress, discover, ingest_files
 from ingest.trace_format import (
     FORMAT_CHECK,
     ROLE_TABLE,
-    parse_records,
+    parse_fields,
     target_table,
     with_defaults,
+    with_extra,
 )
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
@@ -64,8 +65,9 @@ class TraceSource:
         return KIND
 
     def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
-        position = ("source_file", "_file_uri", "_block_start", "_row_id")
-        records = parse_records(lines, position).transform(with_defaults)
+        position = ("_file_uri", "_block_start", "_row_id")
+        # `extra` is added when the rows are written (see `parse_fields`)
+        records = parse_fields(lines, position).transform(with_defaults)
         table = target_table(F.col("role"))
         format_ok = F.col("reason").isNull() & ~F.col("_blank")
         violated = F.when(format_ok, violated_rules(table)).otherwise(F.array())
@@ -96,7 +98,7 @@ class TraceSource:
             {"ingest_id": F.lit(batch.ingest_id), "ingested_at": F.lit(batch.at)}
         )
         if table != "quarantine":
-            return conform(rows, TABLES[table].schema)
+            return conform(rows.transform(with_extra), TABLES[table].schema)
         refused = rows.select(
             target_table(F.col("role")).alias("target_table"),
             "run_id",
