@@ -123,10 +123,15 @@ def cmd_sql(ctx: Context) -> int:
 
 
 def cmd_report(ctx: Context) -> int:
+    from pipelines.summary import json_verdict
     from serve.report import write_report
 
     result = write_report(ctx.lakehouse.read, ctx.args.run_id, ctx.args.out)
-    ctx.emit(result, lambda r: f"wrote {r['out']} ({r['bytes']} bytes, verdict {r['verdict']})")
+    verdict = result["verdict"]  # gold's text; --json gives true / false / "unknown"
+    ctx.emit(
+        {**result, "verdict": json_verdict(verdict)},
+        lambda r: f"wrote {r['out']} ({r['bytes']} bytes, verdict {verdict})",
+    )
     return EXIT_OK
 
 

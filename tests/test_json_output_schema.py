@@ -80,6 +80,23 @@ def test_spark_commands(spark, capsys, tmp_path):
     validate(unmatched, "logs_unmatched")
     assert unmatched["templates"]
 
+    # What people downstream use (issue 13): alerts, forensics, SQL, the HTML report.
+    sent = _json(capsys, "alerts", "send", *lake)
+    validate(sent, "alerts_send")
+    listed = _json(capsys, "alerts", "list", *lake)
+    validate(listed, "alerts_list")
+    assert sent["sinks"] == {} and sent["raised"] == len(listed["alerts"]) >= 1
+    life = _json(capsys, "message", run_id, "--seq", "1", *lake)
+    validate(life, "message")
+    assert (life["message"]["seq"], life["producer_events"][0]["event"]) == (1, "send")
+    query = _json(capsys, "sql", "SELECT run_id, valid FROM gold.run_summary", *lake)
+    validate(query, "sql")
+    assert query["columns"] == ["run_id", "valid"] and query["truncated"] is False
+    report = _json(capsys, "report", run_id, "--out", str(tmp_path / "r.html"), *lake)
+    validate(report, "report")
+    [run] = analyzed["runs"]
+    assert (report["verdict"], report["run_id"]) == (run["valid"], run_id) and report["points"] >= 1
+
 
 def test_zk_capture_help_is_a_command(capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -2,13 +2,18 @@
 a bookie cut off from ZooKeeper keeps serving the broker, and nothing acknowledged is lost.
 
 The default run's one chaos scenario (Done-when (c) of issue 11); the longer ones are in
-test_chaos_scenarios.py behind the `chaos` marker.
+test_chaos_scenarios.py behind the `chaos` marker. The run is `pulsar-audit chaos run --json`
+as typed, on the running cluster (--workdir), so its output is checked against
+docs/json-output.schema.json on a real run (issue 16) at no extra cost.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
-from pulsar_traces import chaos_capture, trace_events
+from pulsar_traces import trace_events
 
 from ingest.pulsar import cluster, netns
 
@@ -21,6 +26,7 @@ pytestmark = [
 ]
 
 MESSAGES = 3000
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "json-output.schema.json"
 
 
 @pytest.fixture(scope="module")
@@ -34,32 +40,44 @@ def small_netns(tmp_path_factory: pytest.TempPathFactory):
         cluster.down(workdir)
 
 
-def test_bookie_isolated_from_zookeeper_loses_nothing(small_netns, lakehouse, config, tmp_path):
+def test_bookie_isolated_from_zookeeper_loses_nothing(
+    small_netns, lakehouse, config, tmp_path, capsys
+):
+    import jsonschema
+
+    from jobs.cli import main
+    from pipelines.summary import anomaly_rows
+
     out = tmp_path / "isolate-bookie"
-    summary = chaos_capture(
-        small_netns, out, "isolate-bookie-from-zk", messages=MESSAGES, config=(2, 2, 2),
-        rate=200.0, fault_at=0.2, hold_s=14.0,
-    )  # fmt: skip
+    argv = ["chaos", "run", "--scenario", "isolate-bookie-from-zk", "--netns", "--workdir"]
+    argv += [small_netns.workdir, "--messages", str(MESSAGES), "--rate", "200", "--fault-at"]
+    argv += ["0.2", "--hold-s", "14", "--out", str(out), "--lakehouse", str(config.lakehouse_path)]
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    jsonschema.validate(result, {**json.loads(SCHEMA.read_text()), "$ref": "#/$defs/chaos_run"})
+
+    capture = result["capture"]
+    assert capture["chaos"]["action"] == "isolate-bookie-from-zk", capture["chaos"]
+    assert "error" not in capture["chaos"] and capture["chaos"]["duration_s"] >= 14.0
+    assert (capture["out"], capture["consume"]["received"]) == (str(out), MESSAGES)
     start, end = trace_events(out, "chaos")
     assert (start["phase"], end["phase"]) == ("start", "end")
     assert start["target"].startswith("bookie-") and end["rules_removed"] == 4
     acked = {event["seq"] for event in trace_events(out, "ack")}
     received = {event["seq"] for event in trace_events(out, "receive")}
-    assert summary["acked"] == MESSAGES and acked - received == set()
+    assert (capture["acked"], capture["nacked"]) == (MESSAGES, 0) and acked - received == set()
 
     # The bookie really lost its ZooKeeper session while it kept taking writes.
     bookie_log = (out / "logs" / "bookie" / f"{start['target']}.log").read_text()
     assert "expired" in bookie_log.lower()
 
-    from jobs.analyze import analyze
-    from pipelines.summary import anomaly_rows
-
-    result = analyze(lakehouse, config, out)
     [run] = result["runs"]
+    assert run["run_id"] == capture["run_id"]
     assert (run["acked"], run["lost"], run["duplicated"], run["valid"]) == (MESSAGES, 0, 0, True)
     kinds = {row["event_type"] for row in _infra(lakehouse, start["target"])}
     assert "zk_session_lost" in kinds, kinds
-    assert anomaly_rows(lakehouse) == []
+    assert anomaly_rows(lakehouse) == [] and result["anomalies"] == []
 
 
 def _infra(lakehouse, host: str) -> list[dict]:  # noqa: ANN001

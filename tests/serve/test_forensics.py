@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from serve_examples import SYNTHETIC_RUN
 
 from pulsar_audit.config import AlertsConfig, FileSinkConfig, SinkConfig, load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.output import print_json
 from serve.forensics import Snapshot, message_life, parse_as_of
 from serve.sql import run_sql
 
 TOPIC = "persistent://public/default/orders"
+
+
+def _validate(output: dict, command: str) -> None:
+    schema = json.loads(
+        (Path(__file__).parents[2] / "docs" / "json-output.schema.json").read_text()
+    )
+    jsonschema.validate(output, {**schema, "$ref": f"#/$defs/{command}"})
 
 
 def _life(lakehouse: Lakehouse, seq: int, at=None) -> dict:  # noqa: ANN001
@@ -97,6 +107,9 @@ def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_
     sink = SinkConfig(name="file", file=FileSinkConfig(path=str(tmp_path / "alerts.jsonl")))
     with_sink = dataclasses.replace(config, alerts=AlertsConfig(sinks=[sink]))
     result = analyze(lakehouse, with_sink, tmp_path / "late")
+    printed = io.StringIO()
+    print_json(result, printed)  # as `analyze --json` prints it
+    _validate(json.loads(printed.getvalue()), "analyze")
     sent = [json.loads(line) for line in (tmp_path / "alerts.jsonl").read_text().splitlines()]
     assert result["alerts"]["sinks"]["file"]["sent"] == result["alerts"]["raised"] == len(sent)
     assert {"run_not_valid", "lost"} <= {a["kind"] for a in sent}
@@ -121,6 +134,7 @@ def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout)
+    _validate(answer, "message")
     assert answer["deliveries"] == []
     assert {f["subscription"] for f in answer["findings"] if f["kind"] == "lost"} == {"reader-1"}
 

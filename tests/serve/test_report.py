@@ -9,6 +9,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import jsonschema
 import pytest
 from headless import CHROMIUM, RefusingProxy, run_chromium
 from PIL import Image
@@ -65,7 +66,11 @@ def unload_report(examples_lakehouse, tmp_path_factory: pytest.TempPathFactory) 
 
 def test_the_report_is_one_self_contained_file(unload_report) -> None:
     out, summary = unload_report
-    assert summary["verdict"] == "true"
+    schema = json.loads(
+        (Path(__file__).parents[2] / "docs" / "json-output.schema.json").read_text()
+    )
+    jsonschema.validate(summary, {**schema, "$ref": "#/$defs/report"})
+    assert summary["verdict"] is True
     assert summary["outages"] >= 1 and summary["markers"] >= 1
     assert 0 < summary["points"] <= 600
     page = out.read_text()
