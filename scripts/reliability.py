@@ -50,7 +50,7 @@ def run_suites(args: argparse.Namespace, figures: Path) -> tuple[int, float, tup
         "PULSAR_AUDIT_CONCURRENT_PAIRS": str(args.pairs),
     }
     paths = [str(ROOT / "tests" / "reliability" / SUITES[s]) for s in chosen]
-    cmd = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", *paths, "-q", "--durations=0", "-p", "no:cacheprovider"]
     load_before = os.getloadavg()
     code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
