@@ -108,7 +108,7 @@ def table(figures: dict) -> str:
     lines.append("")
     for run in figures.get("measured", []):
         lines.append(
-            f"- {', '.join(run['suites'])}: `{run['command']}` on {run['when']}, commit "
+            f"- {', '.join(run['suites'])}: `{run['command']}`, finished {run['when']}, commit "
             f"{run['commit']}, {run['machine']}; pytest exit {run['exit']}, "
             f"{run['cpu_s']:,.0f} CPU seconds, {run['wall_s']:,.0f} s wall; `uptime` load "
             f"averages {run['load_before']} before, {run['load_after']} after (the machine "
