@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -86,7 +87,11 @@ class Lakehouse:
         is a small commit whose cost is mostly waiting on the file system and the JVM).
         """
         names = list(TABLES)
-        with ThreadPoolExecutor(max_workers=threads) as pool:
+        missing = [name for name in names if not self.exists(name)]
+        # one job at a time creates a local lakehouse's tables: `create` may then clear what
+        # an interrupted creation left without a commit (see `_clear_uncommitted_log`)
+        lock = self.exclusive("create") if missing else nullcontext()
+        with lock, ThreadPoolExecutor(max_workers=threads) as pool:
             created = list(pool.map(self.create, names))
         return [
             {"table": name, "location": self.location(name), "created": made}
@@ -99,6 +104,7 @@ class Lakehouse:
             return False
         builder = DeltaTable.createIfNotExists(self.spark).addColumns(spec.schema)
         if self.config.storage == "path":
+            _clear_uncommitted_log(Path(self.location(table)))
             builder = builder.location(self.location(table))
         else:
             self.spark.sql(
@@ -343,6 +349,23 @@ def local_versions(config: Config, tables: Iterable[str]) -> dict[str, int]:
     root = config.lakehouse_path
     found = {t: _log_version(root / TABLES[t].layer / TABLES[t].name) for t in tables}
     return {t: -1 if v is None else v for t, v in found.items()}
+
+
+def _clear_uncommitted_log(table_path: Path) -> None:
+    """Remove a `_delta_log` folder that holds no commit: what a creation left that failed
+    (disk full) or was killed before its first commit. Delta takes any `_delta_log` folder for
+    a table, so `createIfNotExists` would skip the creation and the table stay unreadable.
+    It holds at most Hadoop's hidden temporary and checksum files and empty folders
+    (`_staged_commits`).
+    """
+    log_dir = table_path / "_delta_log"
+    if not log_dir.is_dir():
+        return
+    files = [p for p in log_dir.rglob("*") if not p.is_dir()]
+    if any(not p.name.startswith(".") for p in files):
+        return  # a commit, checkpoint or other file: a table, or not ours to clear
+    log.warning("%s: removing a Delta log without any commit (an interrupted creation)", log_dir)
+    shutil.rmtree(log_dir)
 
 
 def _log_version(table_path: Path) -> int | None:

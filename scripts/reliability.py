@@ -2,12 +2,14 @@
 
     .venv/bin/python scripts/reliability.py [--kill-points 24] [--fuzz-inputs 100000]
                                             [--pairs 5] [--only crash|fuzz|concurrency|secrets]
+                                            [--short]
 
 Runs `pytest tests/reliability` with PULSAR_AUDIT_RELIABILITY=long (the long crash, fuzz and
 concurrency suites, plus the default secrets scan), collects the figures each suite records,
 and replaces the table between the markers in docs/reliability.md with them, the CPU seconds
 spent and the machine's load while they ran (other jobs share the machine: wall time is
-meaningless there).
+meaningless there). With --short the suites run at their default (`make test`) size and
+record what those record (the fuzz inputs, the concurrent pair, the secrets scan).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,14 +43,14 @@ def run_suites(args: argparse.Namespace, figures: Path) -> tuple[int, float, tup
     chosen = [args.only] if args.only else list(SUITES)
     env = {
         **os.environ,
-        "PULSAR_AUDIT_RELIABILITY": "long",
+        "PULSAR_AUDIT_RELIABILITY": "short" if args.short else "long",
         "PULSAR_AUDIT_FIGURES": str(figures),
         "PULSAR_AUDIT_KILL_POINTS": str(args.kill_points),
         "PULSAR_AUDIT_FUZZ_INPUTS": str(args.fuzz_inputs),
         "PULSAR_AUDIT_CONCURRENT_PAIRS": str(args.pairs),
     }
     paths = [str(ROOT / "tests" / "reliability" / SUITES[s]) for s in chosen]
-    cmd = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", *paths, "-q", "--durations=0", "-p", "no:cacheprovider"]
     load_before = os.getloadavg()
     code = subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -55,7 +58,7 @@ def run_suites(args: argparse.Namespace, figures: Path) -> tuple[int, float, tup
     return code, usage.ru_utime + usage.ru_stime, (*load_before, *load_after)
 
 
-def table(figures: dict, cpu_s: float, load: tuple[float, ...], code: int) -> str:
+def table(figures: dict) -> str:
     crash = figures.get("crash", {})
     concurrency = figures.get("concurrency", {})
     secrets = figures.get("secrets", {})
@@ -102,13 +105,15 @@ def table(figures: dict, cpu_s: float, load: tuple[float, ...], code: int) -> st
         "|---|---|---|",
         *["| " + " | ".join(r) + " |" for r in rows[1:]],
     ]
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    lines += [
-        "",
-        f"Measured {when} on {platform.machine()} with {os.cpu_count()} cores; pytest exit "
-        f"{code}; {cpu_s:,.0f} CPU seconds; load average {load[0]:.1f} before, {load[3]:.1f} "
-        "after (the machine was shared with other jobs).",
-    ]
+    lines.append("")
+    for run in figures.get("measured", []):
+        lines.append(
+            f"- {', '.join(run['suites'])}: `{run['command']}`, finished {run['when']}, commit "
+            f"{run['commit']}, {run['machine']}; pytest exit {run['exit']}, "
+            f"{run['cpu_s']:,.0f} CPU seconds, {run['wall_s']:,.0f} s wall; `uptime` load "
+            f"averages {run['load_before']} before, {run['load_after']} after (the machine "
+            "was shared with other jobs)."
+        )
     if crash.get("points"):
         lines += ["", "Kill points: " + ", ".join(f"`{p}`" for p in crash["points"]) + "."]
     return "\n".join(lines)
@@ -126,16 +131,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fuzz-inputs", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--only", choices=sorted(SUITES))
+    parser.add_argument("--short", action="store_true", help="the default (make test) sizes")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         figures_path = Path(tmp) / "figures.json"
         if args.only and FIGURES.exists():  # keep the other suites' last figures
             figures_path.write_text(FIGURES.read_text())
+        started = time.monotonic()
         code, cpu_s, load = run_suites(args, figures_path)
+        wall_s = time.monotonic() - started
         figures = json.loads(figures_path.read_text()) if figures_path.exists() else {}
+    chosen = [args.only] if args.only else list(SUITES)
+    run = {
+        "suites": chosen,
+        "command": " ".join(
+            [".venv/bin/python", "scripts/reliability.py", *(argv or sys.argv[1:])]
+        ),
+        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "exit": code,
+        "cpu_s": cpu_s,
+        "wall_s": wall_s,
+        "load_before": ", ".join(f"{x:.2f}" for x in load[:3]),
+        "load_after": ", ".join(f"{x:.2f}" for x in load[3:]),
+    }
+    earlier = [m for m in figures.get("measured", []) if not set(m["suites"]) & set(chosen)]
+    figures["measured"] = [*earlier, run]
     FIGURES.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
-    write_doc(table(figures, cpu_s, load, code))
-    print(table(figures, cpu_s, load, code))  # noqa: T201
+    write_doc(table(figures))
+    print(table(figures))  # noqa: T201
     return code
 
 

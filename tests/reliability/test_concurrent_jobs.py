@@ -122,17 +122,8 @@ def check_pair(spark, parts: dict, pair: tuple[str, str], name: str) -> dict[str
     return outcome
 
 
-def test_two_analyze_jobs_at_once_leave_what_one_clean_run_leaves(spark, parts: dict):
-    outcome = check_pair(spark, parts, PAIRS[0], "pair-0")
-    assert "error" not in outcome, outcome["error"]
-
-
-@pytest.mark.reliability_long
-@pytest.mark.skipif(not is_long(), reason="long concurrency suite: PULSAR_AUDIT_RELIABILITY=long")
-def test_long_concurrent_pairs(spark, parts: dict):
-    wanted = max(int(os.environ.get("PULSAR_AUDIT_CONCURRENT_PAIRS", "5")), 5)
-    chosen = [PAIRS[i % len(PAIRS)] for i in range(wanted)]
-    outcomes = [check_pair(spark, parts, pair, f"long-{i}") for i, pair in enumerate(chosen)]
+def record_pairs(outcomes: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Record the pairs' figures (scripts/reliability.py); the failed outcomes."""
     failed = [o for o in outcomes if "error" in o]
     record_figure(
         "concurrency",
@@ -145,4 +136,21 @@ def test_long_concurrent_pairs(spark, parts: dict):
             "failures": failed,
         },
     )
+    return failed
+
+
+def test_two_analyze_jobs_at_once_leave_what_one_clean_run_leaves(spark, parts: dict):
+    outcome = check_pair(spark, parts, PAIRS[0], "pair-0")
+    if not is_long():  # the long suite records its own pairs
+        record_pairs([outcome])
+    assert "error" not in outcome, outcome["error"]
+
+
+@pytest.mark.reliability_long
+@pytest.mark.skipif(not is_long(), reason="long concurrency suite: PULSAR_AUDIT_RELIABILITY=long")
+def test_long_concurrent_pairs(spark, parts: dict):
+    wanted = max(int(os.environ.get("PULSAR_AUDIT_CONCURRENT_PAIRS", "5")), 5)
+    chosen = [PAIRS[i % len(PAIRS)] for i in range(wanted)]
+    outcomes = [check_pair(spark, parts, pair, f"long-{i}") for i, pair in enumerate(chosen)]
+    failed = record_pairs(outcomes)
     assert not failed, failed
