@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 from pathlib import Path
 
@@ -51,21 +54,34 @@ def lakehouse(spark, config: Config) -> Lakehouse:
 
 
 @pytest.fixture(scope="session")
-def standalone(tmp_path_factory: pytest.TempPathFactory):
-    """A real Pulsar standalone (ZooKeeper metadata) on free loopback ports, for the session.
+def standalone_started(tmp_path_factory: pytest.TempPathFactory):
+    """A real Pulsar standalone (ZooKeeper metadata) on free loopback ports, for the session,
+    started as a user does (`pulsar-audit cluster up --json`): (its state, the printed JSON).
 
     Shared by every test marked `pulsar` (capture, alert sinks); stopped at the end.
     """
     from ingest.pulsar import cluster
+    from jobs.cli import main
 
     workdir = tmp_path_factory.mktemp("pulsar")
     try:
-        state = cluster.up(workdir)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            code = main(["cluster", "up", "--workdir", str(workdir), "--json"])
+        state = cluster.running(workdir)
+        if code != 0 or state is None:
+            pytest.fail(f"`cluster up` exited {code} and left no running cluster in {workdir}")
         print(f"\npulsar standalone started in {state.startup_s} s")  # noqa: T201
-        yield state
+        yield state, json.loads(printed.getvalue())
     finally:
         _report_rss(workdir)
         cluster.down(workdir)
+
+
+@pytest.fixture(scope="session")
+def standalone(standalone_started):
+    """The running standalone's ClusterState."""
+    return standalone_started[0]
 
 
 def _report_rss(workdir: Path) -> None:

@@ -1,8 +1,9 @@
 """Every command's --json output validates against docs/json-output.schema.json.
 
 The commands run for real (Spark, Delta, the fixtures); the Pulsar ones that need no cluster
-(status and down of an empty work dir) run too. `capture run` and `chaos run` need a real
-Pulsar: their schema is checked on the outputs of tests/capture.
+(status and down of an empty work dir) run too. `cluster up`, `capture run` and `chaos study`
+need a real Pulsar: their outputs are checked in tests/capture/test_pulsar_capture.py;
+`simulate run|sweep` in tests/simulate/test_simulate_cli.py; `risk` in tests/models.
 """
 
 from __future__ import annotations

@@ -112,3 +112,69 @@ def test_capture_run_json_from_the_cli_follows_the_schema(standalone, tmp_path: 
     assert (result["messages"], result["acked"], result["nacked"]) == (500, 500, 0)
     assert result["consume"]["received"] == 500
     assert trace_counts(out)[("producer", "send")] == 500
+
+
+def _schema_validate(result: dict, command: str) -> None:
+    import jsonschema
+
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs" / "json-output.schema.json").read_text()
+    )
+    jsonschema.validate(result, {**schema, "$ref": f"#/$defs/{command}"})
+
+
+def test_cluster_up_json_from_the_cli_follows_the_schema(standalone_started) -> None:
+    """The session's standalone was started by `pulsar-audit cluster up --json` (conftest)."""
+    state, printed = standalone_started
+    _schema_validate(printed, "cluster_up")
+    assert (printed["kind"], printed["running"]) == ("standalone", True)
+    assert (printed["service_url"], printed["admin_url"]) == (state.service_url, state.admin_url)
+    assert [p["name"] for p in printed["processes"]] == ["standalone"]
+
+
+def test_chaos_study_json_from_the_cli_follows_the_schema(standalone, tmp_path: Path, capsys):
+    """`chaos study --json`, smallest run: one unload run on the session's running standalone
+    (a cluster running in --workdir is used as it is), then analyzed."""
+    from jobs.cli import main
+
+    out = tmp_path / "study"
+    argv = ["chaos", "study", "--workdir", standalone.workdir, "--scenario", "unload"]
+    argv += ["--repeat", "1", "--messages", "400", "--rate", "400", "--out", str(out)]
+    capsys.readouterr()
+    assert main([*argv, "--lakehouse", str(tmp_path / "lakehouse"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    _schema_validate(result, "chaos_study")
+    [row] = result["table"]
+    assert (row["scenario"], row["runs"], result["out"]) == ("unload", 1, str(out))
+    assert row["outages"] == len(result["outages"])
+    assert sum(row["backoff_steps"].values()) == row["outages"]
+    assert all(o["run_id"].startswith("unload-") for o in result["outages"])
+
+
+def test_zk_dump_capture_and_ingest_json_from_the_cli_follow_the_schema(
+    standalone, tmp_path: Path, capsys
+) -> None:
+    """`zk dump`, `zk capture` (1 s) on the standalone's ZooKeeper, then `ingest zk` of both."""
+    from jobs.cli import main
+
+    [process] = standalone.processes
+    zookeeper = process.address("zookeeper")
+
+    def json_of(*argv: str) -> dict:
+        capsys.readouterr()
+        assert main([*argv, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    folder = tmp_path / "zk"
+    folder.mkdir()
+    dumped = json_of("zk", "dump", "--zookeeper", zookeeper, "--out", str(folder / "d.zk.jsonl"))
+    _schema_validate(dumped, "zk_dump")
+    assert dumped["rows"] > 0  # a running Pulsar has metadata under the default roots
+    out = str(folder / "c.zk.jsonl")
+    captured = json_of("zk", "capture", "--zookeeper", zookeeper, "--out", out, "--duration", "1")
+    _schema_validate(captured, "zk_capture")
+    assert captured["rows"] > 0 and captured["out"] == out
+    ingested = json_of("ingest", "zk", str(folder), "--lakehouse", str(tmp_path / "lakehouse"))
+    _schema_validate(ingested, "ingest_zk")
+    assert ingested["files"] == 2
+    assert ingested["records"] == dumped["rows"] + captured["rows"]
