@@ -115,3 +115,31 @@ def test_run_rows_of_the_schema_are_the_run_summary_columns():
     assert set(item["properties"]) == set(RUN_FIELDS)
     columns = [f.name for f in RUN_SUMMARY.fields]
     assert [c for c in columns if c in RUN_COUNTS] == list(RUN_COUNTS)
+
+
+def _json_commands(parser, words: tuple[str, ...] = ()) -> list[str]:
+    """Every command line that takes --json, as its $defs name (spaces as underscores)."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        takes_json = any("--json" in action.option_strings for action in parser._actions)
+        return ["_".join(words)] if takes_json else []
+    return [
+        name
+        for sub in subs
+        for word, child in sub.choices.items()
+        for name in _json_commands(child, (*words, word))
+    ]
+
+
+def test_every_command_with_json_has_a_schema_entry():
+    from jobs.cli import build_parser
+
+    commands = _json_commands(build_parser())
+    # `cluster ACTION` is one parser: one entry per action
+    commands = [c for c in commands if c != "cluster"] + ["cluster_up", "cluster_status"]
+    commands.append("cluster_down")
+    assert len(commands) > 20
+    missing = sorted(c for c in commands if c not in SCHEMA["$defs"])
+    assert missing == [], f"--json outputs with no entry in docs/json-output.schema.json: {missing}"
