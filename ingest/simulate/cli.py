@@ -121,6 +121,7 @@ def scenario_from(values: dict[str, Any]):  # noqa: ANN201 - returns a Scenario
 
 def cmd_run(ctx: Context) -> int:
     from ingest.simulate.run import simulate_run
+    from pipelines.summary import json_verdict
 
     args = vars(ctx.args)
     scenario = scenario_from({k: args.get(k) for k in args if k not in ("handler", "out")})
@@ -134,6 +135,8 @@ def cmd_run(ctx: Context) -> int:
     )
     result = {k: truth[k] for k in ("run_id", "config", "faults", "runs", "outages", "generate_s")}
     result["out"] = ctx.args.out
+    if ctx.args.json:  # truth.json's "true" / "false" / "unknown" → true / false / "unknown"
+        result["runs"] = [{**run, "valid": json_verdict(run["valid"])} for run in result["runs"]]
     ctx.emit(result, _run_text)
     return EXIT_OK
 

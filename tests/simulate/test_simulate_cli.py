@@ -35,8 +35,9 @@ def test_simulate_run_json_follows_the_schema(spark, capsys, tmp_path: Path):
     assert [f["action"] for f in result["faults"]] == ["unload"]
     assert {run["sent"] for run in result["runs"]} == {200}
     assert [o["cause"]["fault"]["action"] for o in result["outages"]] == ["unload"]
+    assert {run["valid"] for run in result["runs"]} == {True}  # a JSON boolean, not "true"
     truth = json.loads((out / "truth.json").read_text())
-    assert result["runs"] == truth["runs"]
+    assert result["runs"] == [{**run, "valid": run["valid"] == "true"} for run in truth["runs"]]
 
 
 def test_simulate_run_rows_are_the_run_counts():
