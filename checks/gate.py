@@ -35,26 +35,19 @@ def violated_rules(table: Column, tables: Iterable[str] | None = None) -> Column
     chosen = F.array().cast("array<string>")
     for name in tables or ROW_RULES:
         rules = ROW_RULES[name]
-        names = _non_null(F.array(*[F.when(r.violation(), F.lit(r.name)) for r in rules]))
+        names = F.array_compact(F.array(*[F.when(r.violation(), F.lit(r.name)) for r in rules]))
         chosen = F.when(table == name, names).otherwise(chosen)
     return chosen
-
-
-def _non_null(names: Column) -> Column:
-    """The array of distinct strings `names` without its nulls.
-
-    Not `array_compact`: Spark rewrites it to a lambda (`filter`), which has no generated
-    code and makes Spark interpret the whole projection it sits in, for every row.
-    """
-    return F.array_except(names, F.array(F.lit(None).cast("string")))
 
 
 def violation_reasons(table: Column) -> Column:
     """'rule: what it requires; …' for every rule of `table` the row breaks."""
     chosen = F.lit("")
     for name, rules in ROW_RULES.items():
-        reasons = [F.when(r.violation(), F.lit(r.reason())) for r in rules]
-        chosen = F.when(table == name, F.concat_ws("; ", *reasons)).otherwise(chosen)
+        reasons = F.array_compact(
+            F.array(*[F.when(r.violation(), F.lit(r.reason())) for r in rules])
+        )
+        chosen = F.when(table == name, F.concat_ws("; ", reasons)).otherwise(chosen)
     return chosen
 
 

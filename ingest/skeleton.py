@@ -35,6 +35,7 @@ from ingest.files import (
     number_lines,
     read_lines,
     read_raw_lines,
+    source_path,
 )
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
@@ -73,11 +74,10 @@ class Source(Protocol):
 
     tables: tuple[str, ...]  # every table the source writes, replaced per source file
     group_keys: tuple[str, ...]  # extra keys of the count rows (e.g. run_id)
-    # True: `stage` gets raw positioned lines (no line_number, no source_file yet) and must
-    # keep every line and the position columns; lines are numbered (and their file named)
-    # from the persisted staged rows, so the text is read once. False: `stage` gets numbered
-    # lines (read twice; for small inputs whose parser needs line order, like multi-line log
-    # entries).
+    # True: `stage` gets raw positioned lines (no line_number yet) and must keep every line
+    # and the position columns; lines are numbered from the persisted staged rows, so the
+    # text is read once. False: `stage` gets numbered lines (read twice; for small inputs
+    # whose parser needs line order, like multi-line log entries).
     stages_raw_lines: bool
 
     def kind_of(self, path: str) -> str:
@@ -240,23 +240,19 @@ def _ingest_batch(
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
     if source.stages_raw_lines:
-        # source_file comes per block from `offsets` (decoding the URI of every line is slow)
-        raw = read_raw_lines(spark, batch.uris)
+        raw = read_raw_lines(spark, batch.uris).withColumn("source_file", source_path("_file_uri"))
         staged = source.stage(raw, batch).persist(StorageLevel.MEMORY_AND_DISK)
         offsets = block_offsets(staged)
         lines_read = lines_per_file(offsets, paths)
         numbered = number_lines(staged, offsets)
-        files = F.broadcast(offsets.select("_file_uri", "source_file").distinct())
-        counted = staged.join(files, "_file_uri")
     else:
         read = read_lines(spark, batch.uris, paths)
         staged = numbered = source.stage(read.lines, batch).persist(StorageLevel.MEMORY_AND_DISK)
-        counted = staged
         lines_read = read.per_file
     try:
         keys = ["source_file", "_table", *source.group_keys]
         counts = (
-            counted.groupBy(*keys)
+            staged.groupBy(*keys)
             .agg(
                 F.count(F.lit(1)).alias("_rows"),
                 F.sum("_units").alias("_units"),

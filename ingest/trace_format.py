@@ -67,30 +67,12 @@ def _text(name: str) -> Column:
     return F.col("_fields").getItem(name)
 
 
-def _canonical(text: Column, target: T.DataType, digits: int) -> Column:
-    """`text` as an integer of `target` when it is written the one canonical way (no sign
-    but '-', no leading zero, at most `digits` digits), else null.
-
-    A cast and a comparison: the fast path for the common case, before any regex runs.
-    """
-    value = text.try_cast(target)
-    bound = 10**digits - 1
-    return F.when((value.cast(T.StringType()) == text) & value.between(-bound, bound), value)
-
-
-# The fast path's largest epoch ms: its microseconds still fit in a long.
-_MAX_FAST_MS = 9 * 10**15
-
-
 def parse_ts(text: Column) -> Column:
     """RFC 3339 with an offset (or Z), or epoch milliseconds (fraction allowed) → timestamp."""
-    millis = _canonical(text, T.LongType(), 16)
     # try_cast: a number too big for a timestamp (1e99) is refused with a reason, not a failure
     epoch_micros = F.round(text.try_cast(T.DecimalType(24, 6)) * 1000).try_cast(T.LongType())
-    return (
-        F.when(millis.between(0, _MAX_FAST_MS), F.timestamp_millis(millis))
-        .when(text.rlike(_EPOCH_MS), F.timestamp_micros(epoch_micros))
-        .when(text.rlike(_RFC3339), F.upper(text).try_cast(T.TimestampType()))
+    return F.when(text.rlike(_EPOCH_MS), F.timestamp_micros(epoch_micros)).when(
+        text.rlike(_RFC3339), F.upper(text).try_cast(T.TimestampType())
     )
 
 
@@ -98,11 +80,7 @@ def _typed(name: str, kind: str) -> Column:
     text = _text(name)
     if kind in _INTEGER:
         target = T.LongType() if kind == "long" else T.IntegerType()
-        digits = 18 if kind == "long" else 9
-        canonical = _canonical(text, target, digits)
-        return F.coalesce(
-            canonical, F.when(text.rlike(_INTEGER[kind]), text.cast(target)).cast(target)
-        )
+        return F.when(text.rlike(_INTEGER[kind]), text.cast(target)).cast(target)
     if kind == "bool":
         return F.when(text == "true", True).when(text == "false", False).cast(T.BooleanType())
     return text
@@ -189,36 +167,19 @@ def _reasons() -> Column:
 
 
 def _repeated(keys: Column) -> Column:
-    """The keys that occur more than once in the array `keys`.
-
-    Sorted and joined with \\x01 around each key, a repeated key is one followed by itself;
-    no higher-order function, so the projection stays in generated code.
-    """
-    joined = F.concat(F.lit("\x01"), F.array_join(F.sort_array(keys), "\x01"), F.lit("\x01"))
-    return F.array_distinct(F.regexp_extract_all(joined, F.lit("\x01([^\x01]*)(?=\x01\\1\x01)"), 1))
+    """The keys that occur more than once in the array `keys`."""
+    return F.array_distinct(
+        F.filter(keys, lambda k: F.size(F.array_remove(keys, k)) < F.size(keys) - 1)
+    )
 
 
 def parse_records(
     lines: DataFrame, position: tuple[str, ...] = ("source_file", "line_number")
 ) -> DataFrame:
-    """Lines (`position` columns, value) → one row per line with typed fields, `extra`,
-    `reason` (null when accepted) and `_blank` (a blank line is not a record: no fields, no
-    reason).
+    """Lines (`position` columns, value) → one row per line with typed fields, `reason`
+    (null when accepted) and `_blank` (a blank line is not a record: no fields, no reason).
 
     position: the columns that say where the line is, carried through unchanged.
-    """
-    return parse_fields(lines, position).transform(with_extra)
-
-
-def parse_fields(
-    lines: DataFrame, position: tuple[str, ...] = ("source_file", "line_number")
-) -> DataFrame:
-    """`parse_records` without `extra`: `_extra_fields` holds the record's parsed fields when it
-    has undocumented ones (`with_extra` picks them out), else an empty map (null: not JSON).
-
-    Every expression here has generated code (`extra` needs a higher-order function, which
-    Spark only interprets, and which would take the whole projection with it); ingest keeps
-    the staged rows and adds `extra` when it writes them.
     """
     blank = F.trim(F.col("value")) == ""
     parsed = lines.select(
@@ -244,78 +205,11 @@ def parse_fields(
         )
         .select(
             "*",
-            F.when(F.coalesce(_only_known_fields(), F.lit(False)), _no_extra())
-            .otherwise(F.col("_fields"))
-            .alias("_extra_fields"),
-            _accepted().alias("_accepted"),
+            F.map_filter(F.col("_fields"), lambda k, _: ~_is_known_field(k)).alias("extra"),
+            F.when(~F.col("_blank"), _reasons()).alias("reason"),
         )
-        # The full list of reasons is worked out only for a record that fails a check. Its
-        # projection is interpreted by Spark (array_compact is a lambda): it ends the
-        # generated code of the parse above, which would otherwise outgrow the JVM's 64 KB
-        # method limit. `_accepted` is used twice, so the optimizer keeps the two apart.
-        .select(
-            "*",
-            F.when(~F.col("_blank") & ~F.col("_accepted"), _reasons()).alias("reason"),
-            F.col("_accepted").alias("_accepted_again"),
-        )
-        .drop("_fields", "_keys", "_accepted", "_accepted_again")
+        .drop("_fields", "_keys")
     )
-
-
-def with_extra(records: DataFrame) -> DataFrame:
-    """`_extra_fields` (see `parse_fields`) → `extra`: the fields not documented for the
-    record's role; empty when it has none, null when the line is not a JSON object."""
-    parsed = F.col("_extra_fields")
-    undocumented = F.map_filter(parsed, lambda k, _: ~_is_known_field(k))
-    extra = F.when(F.size(parsed) == 0, parsed).otherwise(undocumented)
-    return records.withColumn("extra", extra).drop("_extra_fields")
-
-
-def _no_extra() -> Column:
-    """An empty `extra` map (a constant: folded once by the optimizer)."""
-    return F.from_json(F.lit("{}"), T.MapType(T.StringType(), T.StringType()))
-
-
-def _present(names: tuple[str, ...] | dict[str, str]) -> Column:
-    """How many of the fields `names` the record has (from the parsed map; cheap)."""
-    return sum((_text(name).isNotNull().cast("int") for name in names), F.lit(0))
-
-
-def _only_known_fields() -> Column:
-    """True when every field of the record is documented for its role (no `extra`): the
-    map holds as many keys as the record has documented fields. Null/false: look closer."""
-    known = _present(REQUIRED)
-    for role, fields in OPTIONAL.items():
-        known = known + F.when(F.col("role") == role, _present(fields)).otherwise(0)
-    return F.size("_fields") == known
-
-
-def _accepted() -> Column:
-    """A cheap test that implies `_reasons()` is null: each of its checks, negated, on the
-    typed columns. False or null only means the full list of reasons must be worked out."""
-    event = F.col("event")
-    event_known = F.lit(False)
-    for role, events in EVENTS.items():
-        event_known = event_known | ((F.col("role") == role) & event.isin(*events))
-    seq_text = _text("seq")
-    typed_ok = [
-        _text(name).isNull() | F.col(name).isNotNull()
-        for name, kind in ALL_OPTIONAL.items()
-        if name != "seq" and kind != "string"
-    ]
-    checks = [
-        F.col("_fields").isNotNull(),
-        F.size("_keys") == F.size("_fields"),
-        *[F.col(name).isNotNull() for name in REQUIRED],
-        event_known,
-        ~event.isin(*SEQ_EVENTS) | seq_text.isNotNull(),
-        seq_text.isNull() | (F.col("seq").isNotNull() & ~seq_text.startswith("-")),
-        *typed_ok,
-    ]
-    accepted = checks[0]
-    for check in checks[1:]:
-        accepted = accepted & check
-    return F.coalesce(accepted, F.lit(False))
 
 
 def parse_lines(lines: DataFrame) -> DataFrame:

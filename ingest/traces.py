@@ -24,10 +24,9 @@ from ingest.skeleton import Batch, Progress, discover, ingest_files
 from ingest.trace_format import (
     FORMAT_CHECK,
     ROLE_TABLE,
-    parse_fields,
+    parse_records,
     target_table,
     with_defaults,
-    with_extra,
 )
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
@@ -65,9 +64,8 @@ class TraceSource:
         return KIND
 
     def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
-        position = ("_file_uri", "_block_start", "_row_id")
-        # `extra` is added when the rows are written (see `parse_fields`)
-        records = parse_fields(lines, position).transform(with_defaults)
+        position = ("source_file", "_file_uri", "_block_start", "_row_id")
+        records = parse_records(lines, position).transform(with_defaults)
         table = target_table(F.col("role"))
         format_ok = F.col("reason").isNull() & ~F.col("_blank")
         violated = F.when(format_ok, violated_rules(table)).otherwise(F.array())
@@ -98,7 +96,7 @@ class TraceSource:
             {"ingest_id": F.lit(batch.ingest_id), "ingested_at": F.lit(batch.at)}
         )
         if table != "quarantine":
-            return conform(rows.transform(with_extra), TABLES[table].schema)
+            return conform(rows, TABLES[table].schema)
         refused = rows.select(
             target_table(F.col("role")).alias("target_table"),
             "run_id",
