@@ -193,9 +193,15 @@ class Bench:
         if diffs:
             self.failures.append(f"size {label}: {len(diffs)} disagreement(s)")
         counts = totals(reports["duckdb"]) if "duckdb" in reports else {}
+        # a checker skipped on purpose (the dict checker above its memory limit) is not a
+        # disagreement; one that failed is
+        failed = [
+            n for n, m in runs.items() if m.status != "ok" and not m.status.startswith("skipped")
+        ]
         return {
             "records": max(records.values(), default=0),
-            "agree": not diffs and len(reports) == len(runs),
+            "agree": not diffs and not failed and len(reports) >= 2,
+            "compared": sorted(reports),
             "differences": diffs,
             "totals": counts,
         }
@@ -281,7 +287,7 @@ def render(results: dict[str, Any]) -> str:
         r = entry["ratios"]
         lines.append(
             f"| {entry['size']} | {_fmt(r['analyze_vs_duckdb'])} | {_fmt(r['dict_vs_analyze'])} "
-            f"| {'yes' if entry['agree'] else 'NO'} |"
+            f"| {'yes' if entry['agree'] else 'NO'} ({', '.join(entry.get('compared', []))}) |"
         )
     if results.get("fixed"):
         lines += [

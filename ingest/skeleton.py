@@ -5,7 +5,7 @@ this skeleton, so that what makes ingest fast and safe is written once:
 
 - files are fingerprinted and skipped when the manifest already holds the same content;
 - a batch of whole files is read once (numbered lines), parsed once by the source into a
-  *staged* frame that is persisted, and every table is written from that frame with one
+  *staged* frame that is checkpointed, and every table is written from that frame with one
   `replaceWhere` on the batch's files (re-running after a crash or a change never doubles rows);
 - one small aggregate of the staged frame gives every per-file and per-run count; the rows
   each write reports are checked against it, and the lines read against the lines staged;
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -41,6 +40,7 @@ from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import INGESTED_FILES
+from pulsar_audit.spark import checkpointed, release
 from pulsar_audit.storage import FileStat, FileStore
 
 log = logging.getLogger(__name__)
@@ -241,13 +241,13 @@ def _ingest_batch(
     spark, paths = lakehouse.spark, batch.paths
     if source.stages_raw_lines:
         raw = read_raw_lines(spark, batch.uris).withColumn("source_file", source_path("_file_uri"))
-        staged = source.stage(raw, batch).persist(StorageLevel.MEMORY_AND_DISK)
+        staged = checkpointed(source.stage(raw, batch))
         offsets = block_offsets(staged)
         lines_read = lines_per_file(offsets, paths)
         numbered = number_lines(staged, offsets)
     else:
         read = read_lines(spark, batch.uris, paths)
-        staged = numbered = source.stage(read.lines, batch).persist(StorageLevel.MEMORY_AND_DISK)
+        staged = numbered = checkpointed(source.stage(read.lines, batch))
         lines_read = read.per_file
     try:
         keys = ["source_file", "_table", *source.group_keys]
@@ -268,7 +268,7 @@ def _ingest_batch(
             for table in source.tables
         }
     finally:
-        staged.unpersist()
+        release(staged)
     per_file = reconcile(lines_read, counts, written)
     source.after_batch(lakehouse, counts, batch)
     _record_files(lakehouse, source, batch, per_file)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_audit.config import Config
-from pulsar_audit.delta_io import local_versions
+from pulsar_audit.delta_log import local_versions
 from pulsar_audit.schemas import TABLES
 
 log = logging.getLogger(__name__)

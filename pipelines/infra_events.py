@@ -24,6 +24,7 @@ from pipelines.consumer_attribution import with_consumer_topics
 from pipelines.log_patterns import COLUMN_GROUPS, PATTERNS, LogPattern
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import INFRA_EVENTS, conform
+from pulsar_audit.spark import checkpointed, release, session_settings
 
 log = logging.getLogger(__name__)
 
@@ -151,12 +152,17 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
     from pipelines.zk_events import zk_change_events
 
     log_entries = _union([lakehouse.read(t) for t in LOG_TABLES])
-    matched = (
-        match_log_events(log_entries)
-        .unionByName(zk_change_events(lakehouse.read("zk_changes")))
-        .persist()
-    )
-    attributed = matched.transform(with_consumer_topics).persist()
+    # The pattern chain is one very wide expression: whole-stage code generation of it
+    # outgrows Java's 64 KB method limit (Spark logs an ERROR and falls back after seconds
+    # of trying), so it is evaluated without; and the matched events are checkpointed, so
+    # that the jobs after it do not carry (and re-plan) that expression again.
+    with session_settings(lakehouse.spark, {"spark.sql.codegen.wholeStage": "false"}):
+        matched = (
+            match_log_events(log_entries)
+            .unionByName(zk_change_events(lakehouse.read("zk_changes")))
+            .transform(checkpointed)
+        )
+    attributed = checkpointed(matched.transform(with_consumer_topics))
     try:
         offsets = estimate_offsets(attributed)
         for row in whole_hour_offsets(attributed).collect():
@@ -165,8 +171,8 @@ def build_infra_events(lakehouse: Lakehouse) -> int:
         events = with_corrected_ts(attributed, lakehouse.read("clock_offsets"))
         count = lakehouse.replace_where("infra_events", events, {"source": EVENT_SOURCES})
     finally:
-        attributed.unpersist()
-        matched.unpersist()
+        release(attributed)
+        release(matched)
     log.info("infra events: %d rows", count)
     return count
 

@@ -202,6 +202,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None, jobs: dict[str,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # -v is about pulsar-audit's stages: GX's own INFO lines (hundreds, at import) stay out
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
     for log_handler in logging.getLogger().handlers:  # no secret reaches a log line
         log_handler.addFilter(RedactingFilter())
     handler: Handler = args.handler

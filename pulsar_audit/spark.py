@@ -7,9 +7,11 @@ import importlib.util
 import os
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from pulsar_audit.config import Config
 from pulsar_audit.errors import SetupError
@@ -110,3 +112,40 @@ def installed_packages() -> tuple[str, ...]:
         listed = None
     names = tuple(sorted(n.strip() for n in (listed or "").splitlines() if n.strip()))
     return names or ("pulsar_audit",)
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Run the enclosed Spark actions with `settings`, then restore what the session had."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def checkpointed(df: DataFrame) -> DataFrame:
+    """`df` computed once and kept (memory, then disk) as a frame with a one-node plan.
+
+    For a frame several jobs read whose plan is expensive to carry: a persisted frame keeps
+    its whole plan, which every job built on it analyzes and matches against the cache again
+    (seconds per job for the trace parse or the log pattern chain); a checkpoint does not.
+    """
+    return df.localCheckpoint(eager=True)
+
+
+def release(df: DataFrame) -> None:
+    """Free a `checkpointed` frame's blocks now (else Spark frees them once the JVM collects
+    the frame). A no-op for any other frame, and where the JVM is not reachable (Connect)."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return
+    plan = jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)

@@ -67,7 +67,8 @@ def table(figures: dict) -> str:
         (
             "crash anywhere, rerun (kill points)",
             f"{crash.get('kill_points_tried', '—')} of "
-            f"{crash.get('points_passed_by_a_clean_run', '—')} points a clean run passes",
+            f"{crash.get('points_passed_by_a_clean_run', '—')} points a clean run passes"
+            + (f" ({crash['mode']})" if crash.get("mode") else ""),
             f"{crash.get('identical', '—')} identical to the clean run",
         ),
     ]

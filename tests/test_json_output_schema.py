@@ -8,31 +8,18 @@ need a real Pulsar: their outputs are checked in tests/capture/test_pulsar_captu
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import jsonschema
 import pytest
+from json_schema_check import SCHEMA, validate
+from json_schema_check import cli_json as _json
 
 from jobs.cli import main
 from pulsar_audit.schemas import RUN_COUNTS
 
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parent.parent / "docs" / "json-output.schema.json").read_text()
-)
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-def validate(output: dict, command: str) -> None:
-    """Raise unless `output` is valid for `command` (its $defs name)."""
-    jsonschema.validate(output, {**SCHEMA, "$ref": f"#/$defs/{command}"})
-
-
-def _json(capsys, *argv: str) -> dict:
-    capsys.readouterr()
-    assert main([*argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_schema_is_a_valid_draft_2020_12_schema():

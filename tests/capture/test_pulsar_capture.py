@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from json_schema_check import validate
 from pulsar_traces import capture_opts, trace_counts, trace_events
 from pyspark.sql import functions as F
 
@@ -64,7 +65,7 @@ def test_unload_in_the_middle_of_a_run(
     capsys.readouterr()
     assert main(argv) == 0
     study = json.loads(capsys.readouterr().out)
-    _schema_validate(study, "chaos_study")
+    validate(study, "chaos_study")
     [row] = study["table"]
     assert (row["scenario"], row["runs"], study["out"]) == ("unload", 1, str(out))
     assert row["outages"] == len(study["outages"]) == sum(row["backoff_steps"].values())
@@ -103,38 +104,24 @@ def test_unload_in_the_middle_of_a_run(
 
 def test_capture_run_json_from_the_cli_follows_the_schema(standalone, tmp_path: Path, capsys):
     """`pulsar-audit capture run --json` as typed, against docs/json-output.schema.json."""
-    import jsonschema
-
     from jobs.cli import main
 
-    schema = json.loads(
-        (Path(__file__).resolve().parents[2] / "docs" / "json-output.schema.json").read_text()
-    )
     out = tmp_path / "cli"
     argv = ["capture", "run", "--service-url", standalone.service_url]
     argv += ["--admin-url", standalone.admin_url, "--topic", "cli-json", "--messages", "500"]
     capsys.readouterr()
     assert main([*argv, "--out", str(out), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    jsonschema.validate(result, {**schema, "$ref": "#/$defs/capture_run"})
+    validate(result, "capture_run")
     assert (result["messages"], result["acked"], result["nacked"]) == (500, 500, 0)
     assert result["consume"]["received"] == 500
     assert trace_counts(out)[("producer", "send")] == 500
 
 
-def _schema_validate(result: dict, command: str) -> None:
-    import jsonschema
-
-    schema = json.loads(
-        (Path(__file__).resolve().parents[2] / "docs" / "json-output.schema.json").read_text()
-    )
-    jsonschema.validate(result, {**schema, "$ref": f"#/$defs/{command}"})
-
-
 def test_cluster_up_json_from_the_cli_follows_the_schema(standalone_started) -> None:
     """The session's standalone was started by `pulsar-audit cluster up --json` (conftest)."""
     state, printed = standalone_started
-    _schema_validate(printed, "cluster_up")
+    validate(printed, "cluster_up")
     assert (printed["kind"], printed["running"]) == ("standalone", True)
     assert (printed["service_url"], printed["admin_url"]) == (state.service_url, state.admin_url)
     assert [p["name"] for p in printed["processes"]] == ["standalone"]
@@ -157,13 +144,13 @@ def test_zk_dump_capture_and_ingest_json_from_the_cli_follow_the_schema(
     folder = tmp_path / "zk"
     folder.mkdir()
     dumped = json_of("zk", "dump", "--zookeeper", zookeeper, "--out", str(folder / "d.zk.jsonl"))
-    _schema_validate(dumped, "zk_dump")
+    validate(dumped, "zk_dump")
     assert dumped["rows"] > 0  # a running Pulsar has metadata under the default roots
     out = str(folder / "c.zk.jsonl")
     captured = json_of("zk", "capture", "--zookeeper", zookeeper, "--out", out, "--duration", "1")
-    _schema_validate(captured, "zk_capture")
+    validate(captured, "zk_capture")
     assert captured["rows"] > 0 and captured["out"] == out
     ingested = json_of("ingest", "zk", str(folder), "--lakehouse", str(tmp_path / "lakehouse"))
-    _schema_validate(ingested, "ingest_zk")
+    validate(ingested, "ingest_zk")
     assert ingested["files"] == 2
     assert ingested["records"] == dumped["rows"] + captured["rows"]

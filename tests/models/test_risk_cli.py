@@ -3,31 +3,14 @@ docs/json-output.schema.json; MLflow's real store under tmp_path."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from json_schema_check import cli_json as run_json
+from json_schema_check import validate
 from runs import runs
 from test_gate import LOCATION, VERSIONS, ShuffledLabels
 
 from jobs.cli import main
 from models.train import train_frame
-
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[2] / "docs" / "json-output.schema.json").read_text()
-)
-
-
-def validate(output: dict, command: str) -> None:
-    import jsonschema
-
-    jsonschema.validate(output, {**SCHEMA, "$ref": f"#/$defs/{command}"})
-
-
-def run_json(capsys, *argv: str, code: int = 0) -> dict:  # noqa: ANN001
-    capsys.readouterr()
-    assert main([*argv, "--json"]) == code
-    return json.loads(capsys.readouterr().out) if code == 0 else {}
 
 
 def _by(scores: list[dict], fault: str, label: str) -> dict:

@@ -1,5 +1,6 @@
 """What the reliability suites share: a small capture folder with every kind of input, a test
-config, `analyze` in a child process (to kill it), and an order-free digest of every table.
+config, one clean reference run over it, `analyze` in a child process (to kill it), and an
+order-free digest of every table.
 
 The digest is computed in Spark: one job over every table, one row per table.
 """
@@ -112,12 +113,19 @@ def zk_rows() -> list[dict]:
 
 
 def build_inputs(folder: Path) -> Path:
-    """A capture folder with traces (a synthetic run with faults, a file of bad lines), the
-    broker and client logs of the real unload run, and a ZooKeeper capture (one line refused).
-    Small, so that each kill and rerun takes seconds of CPU."""
-    shutil.copytree(UNLOAD_RUN / "logs", folder / "unload-run" / "logs")
+    """The one capture folder every suite uses, in three parts (the concurrency suite runs
+    jobs over a part and over the whole folder at once):
+
+    - part-a: a synthetic run with losses, a duplicate and an outage, and a file of three bad
+      trace lines;
+    - part-b: a second synthetic run (a loss, a duplicate);
+    - shared: the broker and client logs of the committed real unload run and a ZooKeeper
+      capture with one refused line.
+
+    Small, so that each analyze, kill and rerun costs seconds of CPU."""
+    part_a, part_b, shared = folder / "part-a", folder / "part-b", folder / "shared"
     write_run(
-        folder / "synthetic",
+        part_a,
         RunSpec("run-faults", messages=80, lost={10, 11}, duplicated={20}, outages={40: 400}),
     )
     bad = [
@@ -126,21 +134,59 @@ def build_inputs(folder: Path) -> Path:
         '{"run_id":"run-faults","topic":"t","role":"producer","client":"p1","event":"send",'
         '"ts":1741082400000,"seq":-5}',
     ]
-    (folder / "synthetic" / "run-faults-bad.jsonl").write_text("\n".join(bad) + "\n")
+    (part_a / "run-faults-bad.jsonl").write_text("\n".join(bad) + "\n")
+    write_run(part_b, RunSpec("run-b", messages=40, lost={5}, duplicated={7}))
+    shutil.copytree(UNLOAD_RUN / "logs", shared / "unload-run" / "logs")
     lines = [json.dumps(r) for r in zk_rows()] + ['{"ts":"yesterday","path":"/x","op":"touch"}']
-    with gzip.open(folder / "unload-run" / "metadata.zk.jsonl.gz", "wt") as out:
+    with gzip.open(shared / "unload-run" / "metadata.zk.jsonl.gz", "wt") as out:
         out.write("\n".join(lines) + "\n")
     return folder
 
 
-def write_conf_dir(conf_dir: Path, spark_conf: dict[str, str], alerts_file: bool = True) -> Path:
+@dataclass(frozen=True)
+class Reference:
+    """The suites' one clean run: its inputs, config, result, table digests and the kill
+    points it passed (in order)."""
+
+    root: Path
+    inputs: Path
+    conf_dir: Path
+    result: dict
+    digest: dict[str, tuple[int, int, str]]
+    points: list[str]
+
+    def config(self, lakehouse_dir: Path) -> Config:
+        return suite_config(self.conf_dir, lakehouse_dir)
+
+
+def clean_reference(spark, root: Path, spark_conf: dict[str, str]) -> Reference:
+    """Build the inputs and run `analyze` over them once, in this process, listing the kill
+    points it passes (pulsar_audit.faults)."""
+    from jobs.analyze import analyze
+    from pulsar_audit import faults
+
+    inputs = build_inputs(root / "inputs")
+    conf_dir = write_conf_dir(root / "conf", spark_conf)
+    points_log = root / "points.log"
+    reference = Lakehouse(spark, suite_config(conf_dir, root / "reference"))
+    faults.reset()
+    os.environ[faults.KILL_LOG_VAR] = str(points_log)
+    try:
+        result = analyze(reference, reference.config, inputs)
+    finally:
+        del os.environ[faults.KILL_LOG_VAR]
+        faults.reset()
+    points = points_log.read_text().splitlines()
+    return Reference(root, inputs, conf_dir, result, digest(reference), points)
+
+
+def write_conf_dir(conf_dir: Path, spark_conf: dict[str, str]) -> Path:
     """conf/local.yaml for tests: local[2] with the suite's Spark settings, a file alert sink."""
     conf = yaml.safe_load(CONF_LOCAL.read_text())
     conf["spark"].update(
         {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "1g", "conf": spark_conf}
     )
-    if alerts_file:
-        conf["alerts"]["sinks"] = [{"name": "file", "file": {"path": "{lakehouse}/alerts.jsonl"}}]
+    conf["alerts"]["sinks"] = [{"name": "file", "file": {"path": "{lakehouse}/alerts.jsonl"}}]
     conf_dir.mkdir(parents=True, exist_ok=True)
     (conf_dir / "local.yaml").write_text(yaml.safe_dump(conf))
     return conf_dir

@@ -3,20 +3,21 @@ that overlap (the same files) and inputs that do not. Each finishes, or fails wi
 message (exit 2) and succeeds when run again; the tables then equal one clean run over all
 the inputs: no row doubled, none half-applied.
 
-Default: one pair. Long (PULSAR_AUDIT_RELIABILITY=long): PULSAR_AUDIT_CONCURRENT_PAIRS (5).
+The inputs and the clean run are the suites' shared reference (conftest.py): part-a,
+part-b and shared are its three parts. Default: one pair. Long
+(PULSAR_AUDIT_RELIABILITY=long): PULSAR_AUDIT_CONCURRENT_PAIRS (5).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from reliability_lakehouse import (
-    ROOT,
+    Reference,
     differing_tables,
     digest,
     is_long,
@@ -25,25 +26,12 @@ from reliability_lakehouse import (
     record_figure,
     suite_config,
     unreconciled_files,
-    write_conf_dir,
 )
 
-from ingest.synthetic import RunSpec, write_run
 from jobs.analyze import analyze
 from pulsar_audit.delta_io import Lakehouse
 
 CONFLICT_MESSAGE = "Another pulsar-audit job is writing the same lakehouse"
-BROKER_LOG = ROOT / "tests" / "fixtures" / "logs" / "broker-standalone.log"
-
-
-def build_parts(folder: Path) -> Path:
-    """inputs/{part-a, part-b, shared}: three runs; shared also holds a broker log."""
-    write_run(folder / "part-a", RunSpec("run-a", messages=40, lost={5}))
-    write_run(folder / "part-b", RunSpec("run-b", messages=40, duplicated={7}))
-    write_run(folder / "shared", RunSpec("run-s", messages=40, outages={10: 300}))
-    (folder / "shared" / "logs" / "broker").mkdir(parents=True)
-    shutil.copy(BROKER_LOG, folder / "shared" / "logs" / "broker" / "standalone.log")
-    return folder
 
 
 # Which folders the two jobs analyze, pair by pair: overlapping (one holds the other's files)
@@ -91,26 +79,14 @@ def run_pair(
     return outcome
 
 
-@pytest.fixture(scope="module")
-def parts(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from spark_test_conf import TEST_SPARK_CONF
-
-    root = tmp_path_factory.mktemp("concurrent")
-    inputs = build_parts(root / "inputs")
-    conf_dir = write_conf_dir(root / "conf", TEST_SPARK_CONF, alerts_file=False)
-    reference = Lakehouse(spark, suite_config(conf_dir, root / "reference"))
-    analyze(reference, reference.config, inputs)
-    return {"root": root, "inputs": inputs, "conf_dir": conf_dir, "digest": digest(reference)}
-
-
-def check_pair(spark, parts: dict, pair: tuple[str, str], name: str) -> dict[str, object]:
-    lakehouse_dir = parts["root"] / name
-    outcome = run_pair(spark, parts["inputs"], parts["conf_dir"], lakehouse_dir, pair)
+def check_pair(spark, reference: Reference, pair: tuple[str, str], name: str) -> dict:
+    lakehouse_dir = reference.root / name
+    outcome = run_pair(spark, reference.inputs, reference.conf_dir, lakehouse_dir, pair)
     if "error" in outcome:
         return outcome
-    lakehouse = Lakehouse(spark, suite_config(parts["conf_dir"], lakehouse_dir))
+    lakehouse = Lakehouse(spark, reference.config(lakehouse_dir))
     problems = {
-        "differing": differing_tables(parts["digest"], digest(lakehouse)),
+        "differing": differing_tables(reference.digest, digest(lakehouse)),
         "duplicates": key_duplicates(lakehouse),
         "orphans": orphans(lakehouse),
         "unreconciled": unreconciled_files(lakehouse),
@@ -139,8 +115,8 @@ def record_pairs(outcomes: list[dict[str, object]]) -> list[dict[str, object]]:
     return failed
 
 
-def test_two_analyze_jobs_at_once_leave_what_one_clean_run_leaves(spark, parts: dict):
-    outcome = check_pair(spark, parts, PAIRS[0], "pair-0")
+def test_two_analyze_jobs_at_once_leave_what_one_clean_run_leaves(spark, reference: Reference):
+    outcome = check_pair(spark, reference, PAIRS[0], "pair-0")
     if not is_long():  # the long suite records its own pairs
         record_pairs([outcome])
     assert "error" not in outcome, outcome["error"]
@@ -148,9 +124,9 @@ def test_two_analyze_jobs_at_once_leave_what_one_clean_run_leaves(spark, parts: 
 
 @pytest.mark.reliability_long
 @pytest.mark.skipif(not is_long(), reason="long concurrency suite: PULSAR_AUDIT_RELIABILITY=long")
-def test_long_concurrent_pairs(spark, parts: dict):
+def test_long_concurrent_pairs(spark, reference: Reference):
     wanted = max(int(os.environ.get("PULSAR_AUDIT_CONCURRENT_PAIRS", "5")), 5)
     chosen = [PAIRS[i % len(PAIRS)] for i in range(wanted)]
-    outcomes = [check_pair(spark, parts, pair, f"long-{i}") for i, pair in enumerate(chosen)]
+    outcomes = [check_pair(spark, reference, pair, f"long-{i}") for i, pair in enumerate(chosen)]
     failed = record_pairs(outcomes)
     assert not failed, failed

@@ -1,12 +1,17 @@
 """Crash anywhere, rerun, same result: `analyze` is SIGKILLed at a kill point (after a Delta
-commit, or as a stage starts), run again, and every table must equal a clean run's.
+commit, or as a stage starts), run again, and every table must equal the clean run's.
 
 Equal means: the same multiset of rows per table (order-free hash, columns that record when or
 by which attempt a row was written left out), no two rows with one natural key, no row of a
 file missing from the manifest or of a run without files, and read = accepted + quarantined
-for every file. The default run kills at two points (the first stage and the last); the long
-run (PULSAR_AUDIT_RELIABILITY=long, scripts/reliability.py) at one point of each of five
-stages, then at every n-th point the clean run passed, at least 20.
+for every file.
+
+Default: one crash chain over the five stage points: `analyze` is killed at the first point,
+the job that recovers from it is killed at the second, and so on (each kill lands in a job
+that is itself recovering from the last one); a last run then finishes, and its tables must
+equal the clean run's. The long run (PULSAR_AUDIT_RELIABILITY=long, scripts/reliability.py)
+kills a fresh job at each of the stage points and then at every n-th point the clean run
+passed (at least 20), each followed by a rerun and the comparison.
 """
 
 from __future__ import annotations
@@ -14,29 +19,29 @@ from __future__ import annotations
 import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from reliability_lakehouse import (
+    Reference,
     analyze_child,
-    build_inputs,
     differing_tables,
     digest,
     is_long,
     key_duplicates,
     orphans,
     record_figure,
-    suite_config,
     unreconciled_files,
-    write_conf_dir,
 )
 
 from jobs.analyze import analyze
 from pulsar_audit import faults
 from pulsar_audit.delta_io import Lakehouse
 
-# One point per stage: trace ingest between two tables of a batch, ZooKeeper ingest (after
-# the logs), silver between two tables, the correlation stage, and alerts raised but not yet
-# delivered. (The long run adds every n-th point, e.g. after a manifest, before the checks.)
+# One point per stage, in the order a run passes them: trace ingest between two tables of a
+# batch, ZooKeeper ingest (after the logs), silver between two tables, the correlation stage,
+# and alerts raised but not yet delivered. (The long run adds every n-th point, e.g. after a
+# manifest, before the checks.)
 STAGE_POINTS = (
     "commit:producer_events:1",
     "commit:zk_changes:1",
@@ -44,89 +49,83 @@ STAGE_POINTS = (
     "stage:causes:1",
     "commit:alerts:1",
 )
-# Each point costs a killed `analyze` in its own JVM and a rerun (minutes on 2 shared cores):
-# the default run kills in the first stage and the last; the long run at every stage point.
-DEFAULT_POINTS = ("commit:producer_events:1", "commit:alerts:1")
-POINTS = STAGE_POINTS if is_long() else DEFAULT_POINTS
 LONG_MIN_POINTS = 20
 
 
-@pytest.fixture(scope="module")
-def world(spark, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Inputs, the test config and one clean reference run (its digest and its kill points)."""
-    from spark_test_conf import TEST_SPARK_CONF
-
-    root = tmp_path_factory.mktemp("crash")
-    inputs = build_inputs(root / "inputs")
-    conf_dir = write_conf_dir(root / "conf", TEST_SPARK_CONF)
-    points_log = root / "points.log"
-    reference = Lakehouse(spark, suite_config(conf_dir, root / "reference"))
-    faults.reset()
-    os.environ[faults.KILL_LOG_VAR] = str(points_log)
-    try:
-        result = analyze(reference, reference.config, inputs)
-    finally:
-        del os.environ[faults.KILL_LOG_VAR]
-        faults.reset()
-    return {
-        "root": root,
-        "inputs": inputs,
-        "conf_dir": conf_dir,
-        "result": result,
-        "digest": digest(reference),
-        "points": points_log.read_text().splitlines(),
-    }
-
-
-def test_the_clean_run_is_sound(spark, world: dict):
+def test_the_clean_run_is_sound(spark, reference: Reference):
     """The reference itself: every kind of input landed, nothing doubled or orphaned."""
-    reference = Lakehouse(spark, suite_config(world["conf_dir"], world["root"] / "reference"))
-    tables = world["digest"]
+    lakehouse = Lakehouse(spark, reference.config(reference.root / "reference"))
+    tables = reference.digest
     for table in ("producer_events", "broker_log", "client_log", "zk_changes", "quarantine"):
         assert tables[table][0] > 0, f"{table} is empty in the clean run"
     for table in ("message_history", "anomalies", "outages", "infra_events", "alerts"):
         assert tables[table][0] > 0, f"{table} is empty in the clean run"
-    assert key_duplicates(reference) == {}
-    assert orphans(reference) == {}
-    assert unreconciled_files(reference) == []
-    assert world["result"]["ingest"]["quarantined"] == 3  # the three bad trace lines
-    missing = [p for p in STAGE_POINTS if p not in world["points"]]
+    assert key_duplicates(lakehouse) == {}
+    assert orphans(lakehouse) == {}
+    assert unreconciled_files(lakehouse) == []
+    assert reference.result["ingest"]["quarantined"] == 3  # the three bad trace lines
+    assert {r["run_id"] for r in reference.result["runs"]} == {"run-faults", "run-b"}
+    missing = [p for p in STAGE_POINTS if p not in reference.points]
     assert not missing, f"kill points the clean run never passed: {missing}"
 
 
-def crash_and_rerun(spark, world: dict, point: str, name: str) -> dict[str, object]:
-    """Kill `analyze` at `point`, rerun it in this process; what differs from the clean run."""
-    lakehouse_dir = world["root"] / name
+def killed_at(reference: Reference, point: str, lakehouse_dir: Path) -> str | None:
+    """Run `analyze` in a child process until it kills itself at `point`; why not, if not."""
     killed = analyze_child(
-        world["inputs"],
-        lakehouse_dir,
-        world["conf_dir"],
-        env={faults.KILL_AT_VAR: point},
+        reference.inputs, lakehouse_dir, reference.conf_dir, env={faults.KILL_AT_VAR: point}
     )
-    if killed.returncode != -signal.SIGKILL:
-        tail = killed.stderr[-1500:]
-        return {"point": point, "error": f"not killed (exit {killed.returncode}): {tail}"}
-    lakehouse = Lakehouse(spark, suite_config(world["conf_dir"], lakehouse_dir))
-    rerun = analyze(lakehouse, lakehouse.config, world["inputs"])
+    if killed.returncode == -signal.SIGKILL:
+        return None
+    return f"not killed at {point} (exit {killed.returncode}): {killed.stderr[-1500:]}"
+
+
+def rerun_and_compare(spark, reference: Reference, lakehouse_dir: Path) -> dict[str, object]:
+    """Run `analyze` to the end in this process; what differs from the clean run."""
+    lakehouse = Lakehouse(spark, reference.config(lakehouse_dir))
+    rerun = analyze(lakehouse, lakehouse.config, reference.inputs)
     problems: dict[str, object] = {}
-    differing = differing_tables(world["digest"], digest(lakehouse))
+    differing = differing_tables(reference.digest, digest(lakehouse))
     if differing:
         problems["differing"] = differing
-    for name_, found in (
+    for name, found in (
         ("duplicates", key_duplicates(lakehouse)),
         ("orphans", orphans(lakehouse)),
         ("unreconciled", unreconciled_files(lakehouse)),
     ):
         if found:
-            problems[name_] = found
-    if rerun["runs"] != world["result"]["runs"]:
+            problems[name] = found
+    if rerun["runs"] != reference.result["runs"]:
         problems["runs"] = "the rerun's verdicts differ from the clean run's"
-    return {"point": point, **({"error": json.dumps(problems, default=str)} if problems else {})}
+    return problems
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_killed_at_a_point_then_rerun_equals_the_clean_run(spark, world: dict, point: str):
-    outcome = crash_and_rerun(spark, world, point, "kill-" + point.replace(":", "-"))
+def crash_and_rerun(spark, reference: Reference, points: list[str], name: str) -> dict:
+    """Kill a job at each of `points` in turn on one lakehouse, then rerun and compare."""
+    lakehouse_dir = reference.root / name
+    for point in points:
+        error = killed_at(reference, point, lakehouse_dir)
+        if error:
+            return {"points": points, "error": error}
+    problems = rerun_and_compare(spark, reference, lakehouse_dir)
+    return {"points": points, **({"error": json.dumps(problems, default=str)} if problems else {})}
+
+
+def test_a_chain_of_crashes_over_every_stage_then_a_rerun_equals_the_clean_run(
+    spark, reference: Reference
+):
+    outcome = crash_and_rerun(spark, reference, list(STAGE_POINTS), "chain")
+    if not is_long():  # the long suite records its own points
+        record_figure(
+            "crash",
+            {
+                "mode": "chain",
+                "points_passed_by_a_clean_run": len(reference.points),
+                "kill_points_tried": len(STAGE_POINTS),
+                "identical": 0 if "error" in outcome else len(STAGE_POINTS),
+                "points": list(STAGE_POINTS),
+                "failures": [outcome] if "error" in outcome else [],
+            },
+        )
     assert "error" not in outcome, outcome["error"]
 
 
@@ -140,16 +139,19 @@ def spread(points: list[str], wanted: int) -> list[str]:
 
 @pytest.mark.reliability_long
 @pytest.mark.skipif(not is_long(), reason="long crash suite: PULSAR_AUDIT_RELIABILITY=long")
-def test_long_crash_suite(spark, world: dict):
+def test_long_crash_suite(spark, reference: Reference):
+    """A fresh job killed at each point (the stage points first), each rerun and compared."""
     wanted = int(os.environ.get("PULSAR_AUDIT_KILL_POINTS", "24"))
-    chosen = spread(world["points"], max(wanted, LONG_MIN_POINTS))
-    outcomes = [crash_and_rerun(spark, world, p, f"long-{i}") for i, p in enumerate(chosen)]
+    spread_points = spread(reference.points, max(wanted, LONG_MIN_POINTS))
+    chosen = [*STAGE_POINTS, *[p for p in spread_points if p not in STAGE_POINTS]]
+    outcomes = [crash_and_rerun(spark, reference, [p], f"long-{i}") for i, p in enumerate(chosen)]
     failed = [o for o in outcomes if "error" in o]
     stages = sorted({p.split(":")[1] for p in chosen})
     record_figure(
         "crash",
         {
-            "points_passed_by_a_clean_run": len(world["points"]),
+            "mode": "one kill per job",
+            "points_passed_by_a_clean_run": len(reference.points),
             "kill_points_tried": len(outcomes),
             "identical": len(outcomes) - len(failed),
             "points": chosen,
@@ -160,9 +162,9 @@ def test_long_crash_suite(spark, world: dict):
     assert not failed, failed
 
 
-def test_points_file_lists_every_stage(world: dict):
+def test_points_file_lists_every_stage(reference: Reference):
     """The clean run passed the points of every stage (the long suite picks among them)."""
-    stages = {p.rsplit(":", 1)[0] for p in world["points"]}
+    stages = {p.rsplit(":", 1)[0] for p in reference.points}
     for expected in (
         "stage:ingest traces",
         "stage:ingest logs and ZooKeeper captures",

@@ -105,7 +105,7 @@ def test_a_kill_point_kills_the_nth_time_and_logs_every_point(tmp_path):
 
 
 def test_a_delta_log_without_a_commit_is_cleared_and_a_table_is_kept(tmp_path):
-    from pulsar_audit.delta_io import _clear_uncommitted_log
+    from pulsar_audit.delta_log import clear_uncommitted_log
 
     interrupted = tmp_path / "interrupted" / "_delta_log"
     (interrupted / "_staged_commits").mkdir(parents=True)
@@ -114,8 +114,8 @@ def test_a_delta_log_without_a_commit_is_cleared_and_a_table_is_kept(tmp_path):
     table.mkdir(parents=True)
     (table / "00000000000000000000.json").write_text("{}\n")
     (table / ".00000000000000000001.json.a1b2.tmp").write_bytes(b"")
-    _clear_uncommitted_log(interrupted.parent)
-    _clear_uncommitted_log(table.parent)
+    clear_uncommitted_log(interrupted.parent)
+    clear_uncommitted_log(table.parent)
     assert not interrupted.exists() and interrupted.parent.exists()
     assert sorted(p.name for p in table.iterdir()) == [
         ".00000000000000000001.json.a1b2.tmp",

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
 import pytest
+from json_schema_check import validate as _validate
 from serve_examples import SYNTHETIC_RUN
 
 from pulsar_audit.config import AlertsConfig, FileSinkConfig, SinkConfig, load_config
@@ -22,13 +22,6 @@ from serve.forensics import Snapshot, message_life, parse_as_of
 from serve.sql import run_sql
 
 TOPIC = "persistent://public/default/orders"
-
-
-def _validate(output: dict, command: str) -> None:
-    schema = json.loads(
-        (Path(__file__).parents[2] / "docs" / "json-output.schema.json").read_text()
-    )
-    jsonschema.validate(output, {**schema, "$ref": f"#/$defs/{command}"})
 
 
 def _life(lakehouse: Lakehouse, seq: int, at=None) -> dict:  # noqa: ANN001

@@ -6,24 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jsonschema
+from json_schema_check import SCHEMA, validate
+from json_schema_check import cli_json as _json
 
-from jobs.cli import main
 from pulsar_audit.schemas import RUN_COUNTS
-
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[2] / "docs" / "json-output.schema.json").read_text()
-)
-
-
-def validate(output: dict, command: str) -> None:
-    jsonschema.validate(output, {**SCHEMA, "$ref": f"#/$defs/{command}"})
-
-
-def _json(capsys, *argv: str) -> dict:
-    capsys.readouterr()
-    assert main([*argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_simulate_run_json_follows_the_schema(spark, capsys, tmp_path: Path):

@@ -1,0 +1,116 @@
+"""A local Delta table's log, read and started without Spark: its version, a new table's first
+commit, and what an interrupted creation left.
+
+The first commit is what Delta's `CREATE TABLE` writes for a table without partitions or
+properties (protocol 1/2, the schema as Spark's JSON): the Delta protocol's version-0 file,
+created atomically (a hard link that fails if another job made it first).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from pyspark.sql.types import StructType
+
+from pulsar_audit.config import Config
+from pulsar_audit.schemas import TABLES
+
+log = logging.getLogger(__name__)
+
+FIRST_COMMIT = "00000000000000000000.json"
+
+
+def local_versions(config: Config, tables: Iterable[str]) -> dict[str, int]:
+    """The version of each table of a local (path) lakehouse, -1 if never written; no Spark."""
+    root = config.lakehouse_path
+    found = {t: log_version(root / TABLES[t].layer / TABLES[t].name) for t in tables}
+    return {t: -1 if v is None else v for t, v in found.items()}
+
+
+def create_local_table(table_path: Path, schema: StructType) -> bool:
+    """Write version 0 of a new Delta table at `table_path`; False if it already had one."""
+    clear_uncommitted_log(table_path)
+    log_dir = table_path / "_delta_log"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    if (log_dir / FIRST_COMMIT).exists():
+        return False
+    now = int(time.time() * 1000)
+    parameters = {
+        "partitionBy": "[]",
+        "clusterBy": "[]",
+        "description": None,
+        "isManaged": "false",
+        "properties": "{}",
+    }
+    actions = [
+        {
+            "commitInfo": {
+                "timestamp": now,
+                "operation": "CREATE TABLE",
+                "operationParameters": parameters,
+                "isolationLevel": "Serializable",
+                "isBlindAppend": True,
+                "operationMetrics": {},
+                "engineInfo": "pulsar-audit",
+                "txnId": str(uuid.uuid4()),
+            }
+        },
+        {
+            "metaData": {
+                "id": str(uuid.uuid4()),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": schema.json(),
+                "partitionColumns": [],
+                "configuration": {},
+                "createdTime": now,
+            }
+        },
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+    ]
+    temporary = log_dir / f".{FIRST_COMMIT}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.write("".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions))
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(temporary, log_dir / FIRST_COMMIT)
+        except FileExistsError:
+            return False  # another job created it first: the same empty table
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
+
+
+def clear_uncommitted_log(table_path: Path) -> None:
+    """Remove a `_delta_log` folder that holds no commit: what a creation left that failed
+    (disk full) or was killed before its first commit. Delta takes any `_delta_log` folder for
+    a table, so `createIfNotExists` would skip the creation and the table stay unreadable.
+    It holds at most Hadoop's hidden temporary and checksum files and empty folders
+    (`_staged_commits`).
+    """
+    log_dir = table_path / "_delta_log"
+    if not log_dir.is_dir():
+        return
+    files = [p for p in log_dir.rglob("*") if not p.is_dir()]
+    if any(not p.name.startswith(".") for p in files):
+        return  # a commit, checkpoint or other file: a table, or not ours to clear
+    log.warning("%s: removing a Delta log without any commit (an interrupted creation)", log_dir)
+    shutil.rmtree(log_dir)
+
+
+def log_version(table_path: Path) -> int | None:
+    """The newest commit of a local Delta table (its highest `_delta_log/N.json`), or None."""
+    try:
+        names = os.listdir(table_path / "_delta_log")
+    except FileNotFoundError:
+        return None
+    versions = [int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()]
+    return max(versions) if versions else None
