@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from ingest.simulate.backoff import mix_column
 from ingest.simulate.plan import Plan
-from ingest.simulate.scenario import T0_US
+from ingest.simulate.scenario import Scenario
 
 REDELIVERY_LAG = 20  # a redelivery arrives this many messages after the first delivery
 READ_STEP_US = 5
@@ -143,10 +143,23 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
     return first.unionByName(second)
 
 
+def span_bound_us(s: Scenario) -> tuple[int, int]:
+    """(before, after): every event of the run falls in [t0_us − before, t0_us + after].
+
+    From the scenario alone (no plan), so a sweep can place runs before simulating them: the
+    reconnect is bounded by twice the latest availability (the metadata session, for a killed
+    owner) plus a minute, and the reads follow read_start_us with at most four consumers."""
+    before = 2 * s.session_timeout_us + 71_000_000  # config line, ZooKeeper snapshot, startup
+    reconnect = s.messages * s.interval_us + 2 * s.session_timeout_us + 60_000_000
+    writes_end = reconnect + 2 * s.messages * s.interval_us + 2 * s.send_timeout_us + 60_000_000
+    slots = (2 * (s.messages * 2 + REDELIVERY_LAG) + 4) * s.streams
+    return before, writes_end + 4 * (slots * READ_STEP_US + 1_000_000)
+
+
 def read_start_us(plan: Plan, consumer_index: int) -> int:
     """Consumers read one after another, after the last possible producer event."""
     s = plan.scenario
     slots = (2 * (s.messages * 2 + REDELIVERY_LAG) + 4) * s.streams
-    reconnected = max([T0_US, *(p.t_reconnect for p in plan.streams)])
+    reconnected = max([s.t0_us, *(p.t_reconnect for p in plan.streams)])
     writes_end = reconnected + 2 * s.messages * s.interval_us + 2 * s.send_timeout_us + 60_000_000
     return writes_end + consumer_index * (slots * READ_STEP_US + 1_000_000)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ingest.simulate.plan import Plan, send_time
-from ingest.simulate.scenario import T0_US
 
 BUNDLE = "public/default/0x00000000_0x40000000"
 ZOOKEEPER = "zk-0:2181"
@@ -159,4 +158,4 @@ def write_infra(
 
 
 def first_send(plan: Plan) -> int:
-    return send_time(plan.scenario, 0) if plan.scenario.messages else T0_US
+    return send_time(plan.scenario, 0) if plan.scenario.messages else plan.scenario.t0_us

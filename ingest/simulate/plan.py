@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ingest.simulate.backoff import latency, reconnect_after
-from ingest.simulate.scenario import BOOKIE_FAULTS, OWNER_CHANGES, T0_US, Scenario
+from ingest.simulate.scenario import BOOKIE_FAULTS, OWNER_CHANGES, Scenario
 
 BURST_STEP_US = 1  # the new owner acks resent messages back to back
 LEDGER_BASE = 10  # ledger ids below are the namespace's own (cursors, schemas)
@@ -88,7 +88,7 @@ class Plan:
 
 def send_time(s: Scenario, seq: int) -> int:
     """When `seq` is sent while nothing has blocked the producer yet."""
-    return T0_US + seq * s.interval_us
+    return s.t0_us + seq * s.interval_us
 
 
 def _available_after(s: Scenario, rng: random.Random) -> int:
@@ -159,7 +159,7 @@ def build_plan(s: Scenario) -> Plan:
     brokers = [f"broker-{n}" for n in range(s.brokers)]
     bookies = [f"bookie-{n}" for n in range(s.bookies)]
     first_owner = rng.choice(brokers)
-    owners = [{"from_us": T0_US - 1_000_000, "broker": first_owner}]
+    owners = [{"from_us": s.t0_us - 1_000_000, "broker": first_owner}]
     t_fault = send_time(s, s.fault_seq) + s.interval_us // 2
     faults: list[dict[str, Any]] = []
     reconnect: dict[str, Any] = {}

@@ -15,7 +15,6 @@ from ingest.simulate.infra import (
     zk_row,
 )
 from ingest.simulate.plan import Plan, send_time
-from ingest.simulate.scenario import T0_US
 from ingest.simulate.trace import producer_name
 
 MS = 1000
@@ -46,7 +45,7 @@ def tell(plan: Plan) -> Story:
     for n in range(s.brokers):
         name = f"broker-{n}"
         story.broker(
-            T0_US - 60_000 * MS,
+            s.t0_us - 60_000 * MS,
             name,
             "BrokerService",
             f"Started Pulsar Broker service on /{_broker_addr(name)}:6650, "
@@ -54,7 +53,7 @@ def tell(plan: Plan) -> Story:
         )
         story.zk.append(
             zk_row(
-                T0_US - 60_000 * MS,
+                s.t0_us - 60_000 * MS,
                 f"/loadbalance/brokers/{_broker_addr(name)}:8080",
                 "create",
                 {"pulsarServiceUrl": f"pulsar://{_broker_addr(name)}:6650"},
@@ -64,13 +63,13 @@ def tell(plan: Plan) -> Story:
     for n in range(s.bookies):
         story.zk.append(
             zk_row(
-                T0_US - 70_000 * MS,
+                s.t0_us - 70_000 * MS,
                 f"/ledgers/available/{_bookie(f'bookie-{n}')}",
                 "create",
                 ephemeral=True,
             )
         )
-    _own(story, owner, T0_US - 10_000 * MS, first=True)
+    _own(story, owner, s.t0_us - 10_000 * MS, first=True)
     _ledgers(story)
     for fault in plan.faults:
         _FAULTS.get(fault["action"], lambda *_: None)(story, fault)

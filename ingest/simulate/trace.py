@@ -12,7 +12,6 @@ from pyspark.sql import functions as F
 
 from ingest.simulate.consumers import READ_STEP_US, REDELIVERY_LAG, Consumer, read_start_us
 from ingest.simulate.plan import Plan
-from ingest.simulate.scenario import T0_US
 
 
 def producer_name(stream: Column | int, partitioned: bool) -> Column | str:
@@ -106,7 +105,7 @@ def run_events(plan: Plan) -> list[dict[str, Any]]:
     config = {
         **base,
         "event": "config",
-        "ts": (T0_US - 2 * s.session_timeout_us - 1_000_000) / 1000,
+        "ts": (s.t0_us - 2 * s.session_timeout_us - 1_000_000) / 1000,
         "ensemble_size": s.ensemble,
         "write_quorum": s.write_quorum,
         "ack_quorum": s.ack_quorum,
