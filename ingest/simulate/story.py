@@ -11,6 +11,7 @@ from ingest.simulate.infra import (
     _broker_addr,
     ledger_path,
     managed_ledger,
+    policy_snapshot,
     topic_name,
     zk_row,
 )
@@ -42,6 +43,7 @@ def tell(plan: Plan) -> Story:
     story = Story(plan)
     s = plan.scenario
     owner = plan.owners[0]["broker"]
+    story.zk.extend(policy_snapshot(s, s.t0_us - 71_000 * MS))
     for n in range(s.brokers):
         name = f"broker-{n}"
         story.broker(

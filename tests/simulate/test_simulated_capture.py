@@ -1,4 +1,5 @@
-"""What a simulated capture holds besides the trace: each run on days of its own."""
+"""What a simulated capture holds besides the trace: each run on days of its own, the
+namespace's policies znode."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ingest.simulate.cli import scenario_from
+from ingest.simulate.infra import write_infra
 from ingest.simulate.plan import build_plan
 from ingest.simulate.scenario import DAY_US, T0_US, Scenario, validate
+from ingest.simulate.story import tell
 from ingest.simulate.sweep import combinations, load_grid, place, run_days, run_sweep
+from ingest.zk_ingest import ingest_zk
+from models.score import cluster_settings
 from pulsar_audit.errors import UsageError
 
 EXAMPLE_GRID = Path(__file__).resolve().parents[2] / "examples" / "simulate-grid.yaml"
@@ -80,3 +85,35 @@ def test_two_runs_of_a_sweep_do_not_overlap_in_time(spark, tmp_path: Path):
         spans.append((min(times), max(times)))
     (_, first_end), (second_start, _) = sorted(spans)
     assert second_start - first_end > timedelta(days=1)
+
+
+def test_the_capture_holds_the_namespace_policies_risk_score_reads(lakehouse, tmp_path: Path):
+    scenario = Scenario("control", "pol", 3, 2, 2, bookies=4, brokers=2, dedup=True)
+    plan = build_plan(scenario)
+    story = tell(plan)
+    capture = tmp_path / "capture"
+    write_infra(plan, story.lines, story.zk, capture)
+    rows = [json.loads(x) for x in (capture / "cluster.zk.jsonl").read_text().splitlines()]
+    policy = next(r for r in rows if r["path"] == "/admin/policies/public/default")
+    assert policy["op"] == "snapshot" and policy["capture_id"] == "simulated-pol"
+    assert policy["data"].startswith('{"auth_policies":{"namespace_auth":{}')  # Pulsar's order
+    assert json.loads(policy["data"])["persistence"] == {
+        "bookkeeperEnsemble": 3,
+        "bookkeeperWriteQuorum": 2,
+        "bookkeeperAckQuorum": 2,
+        "managedLedgerMaxMarkDeleteRate": 0.0,
+    }
+    assert ingest_zk(lakehouse, capture).accepted == len(rows)
+    settings = [r.asDict() for r in cluster_settings(lakehouse.read("zk_changes")).collect()]
+    assert settings == [
+        {
+            "cluster": "zk-0:2181",
+            "namespace": "public/default",
+            "ensemble_size": 3,
+            "write_quorum": 2,
+            "ack_quorum": 2,
+            "deduplication": True,
+            "bookies": 4,
+            "brokers": 2,
+        }
+    ]
