@@ -1,6 +1,7 @@
 """What each consumer receives, in Spark: one row per delivery of a stored copy.
 
-Consumers read after the producers finished, in storage order (ledger, entry):
+Consumers read after the producers finished, one after another (those that read with the
+killed bookies down first), each in storage order (ledger, entry):
 
 - `reader-1`: a Reader from the earliest message while the killed bookies are still down.
   It blocks at the first entry none of whose Qw bookies is up (read_next never returns), so it
@@ -40,19 +41,31 @@ class Consumer:
 
 
 def consumers(plan: Plan) -> list[Consumer]:
+    """The run's consumers in the order they read: those that read while the killed bookies
+    are down first, then (when the bookies return) the others."""
     s = plan.scenario
     after = () if plan.returned else tuple(plan.killed)
-    found = [
-        Consumer("reader-1", "reader-1", tuple(plan.killed)),
-        Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0),
-    ]
+    found = [Consumer("reader-1", "reader-1", tuple(plan.killed))]
     if s.auto_skip:
         found.append(
             Consumer("reader-skip", "reader-skip", tuple(plan.killed), skip_unreadable=True)
         )
+    found.append(Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0))
     if s.early_stop > 0:
         found.append(Consumer("reader-early", "reader-early", after, stop_fraction=s.early_stop))
     return found
+
+
+def with_bookies_return(plan: Plan) -> Plan:
+    """Set the bookie fault's `end_us` when its killed bookies return (with their data): half a
+    second before the first consumer that reads with them up, after those that read without."""
+    if not plan.returned:
+        return plan
+    first_up = next(n for n, c in enumerate(consumers(plan)) if not c.bookies_down)
+    for fault in plan.faults:
+        if fault["action"] == "kill-bookie":
+            fault["end_us"] = read_start_us(plan, first_up) - 500_000
+    return plan
 
 
 def unreadable(plan: Plan, down: tuple[str, ...]) -> list[tuple[int, int, int, list[int]]]:

@@ -29,6 +29,9 @@ from ingest.simulate.backoff import latency, reconnect_after
 from ingest.simulate.scenario import BOOKIE_FAULTS, OWNER_CHANGES, Scenario
 
 BURST_STEP_US = 1  # the new owner acks resent messages back to back
+# A cut link is held past the metadata session it cuts (so the session really expires), then
+# healed, like the harness's network faults (chaos.DEFAULT_HOLD_S, 20 s, over 10 s sessions).
+HEAL_AFTER_EXPIRY_US = 5_000_000
 LEDGER_BASE = 10  # ledger ids below are the namespace's own (cursors, schemas)
 
 
@@ -188,6 +191,8 @@ def build_plan(s: Scenario) -> Plan:
                 "ts_us": started,
                 "effect_us": t_fault,
                 "new_owner": new_owner,
+                # the session expired at t_fault; the harness heals the link a while later
+                "end_us": t_fault + HEAL_AFTER_EXPIRY_US if s.name == "isolate-broker" else None,
             }
         )
     else:
@@ -239,6 +244,10 @@ def _bookie_layout(
                     "target": ",".join(target),
                     "ts_us": t_fault,
                     "effect_us": t_fault,
+                    # killed bookies that return: consumers.with_bookies_return sets it
+                    "end_us": t_fault + s.session_timeout_us + HEAL_AFTER_EXPIRY_US
+                    if s.name == "isolate-bookie"
+                    else None,
                 }
             )
             if killed:

@@ -75,7 +75,34 @@ def tell(plan: Plan) -> Story:
     _ledgers(story)
     for fault in plan.faults:
         _FAULTS.get(fault["action"], lambda *_: None)(story, fault)
+        if fault.get("end_us") is not None:
+            _fault_end(story, fault)
     return story
+
+
+def _fault_end(story: Story, fault: dict[str, Any]) -> None:
+    """After the harness undid a fault, what was down registers again: the killed bookies as
+    they start (their data kept), an isolated bookie or broker restarted after the heal (it
+    had shut down when its session expired)."""
+    t = fault["end_us"]
+    if fault["action"] == "isolate-broker-from-zk":
+        name = fault["target"]
+        story.broker(
+            t + 8_000 * MS,
+            name,
+            "BrokerService",
+            f"Started Pulsar Broker service on /{_broker_addr(name)}:6650, "
+            "TLS: (none), listener: (none)",
+        )
+        path = f"/loadbalance/brokers/{_broker_addr(name)}:8080"
+        data = {"pulsarServiceUrl": f"pulsar://{_broker_addr(name)}:6650"}
+        story.zk.append(zk_row(t + 8_000 * MS, path, "create", data, ephemeral=True))
+        return
+    back = t + (3_000 * MS if fault["action"] == "isolate-bookie-from-zk" else 0)
+    for bookie in fault["target"].split(","):
+        story.zk.append(
+            zk_row(back, f"/ledgers/available/{_bookie(bookie)}", "create", ephemeral=True)
+        )
 
 
 def _own(story: Story, broker: str, ts: int, first: bool) -> None:

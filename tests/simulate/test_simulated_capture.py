@@ -1,5 +1,5 @@
 """What a simulated capture holds besides the trace: each run on days of its own, the
-namespace's policies znode."""
+namespace's policies znode, and a fault's end as the harness records it."""
 
 from __future__ import annotations
 
@@ -8,13 +8,19 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pyspark.sql import functions as F
+
+from ingest.simulate import consumers as C
 from ingest.simulate.cli import scenario_from
 from ingest.simulate.infra import write_infra
 from ingest.simulate.plan import build_plan
 from ingest.simulate.scenario import DAY_US, T0_US, Scenario, validate
 from ingest.simulate.story import tell
 from ingest.simulate.sweep import combinations, load_grid, place, run_days, run_sweep
+from ingest.simulate.trace import run_events
+from ingest.trace_format import parse_lines
 from ingest.zk_ingest import ingest_zk
+from models.features import run_faults
 from models.score import cluster_settings
 from pulsar_audit.errors import UsageError
 
@@ -117,3 +123,68 @@ def test_the_capture_holds_the_namespace_policies_risk_score_reads(lakehouse, tm
             "brokers": 2,
         }
     ]
+
+
+def _chaos(plan) -> list[dict]:  # noqa: ANN001
+    return [
+        {k: e[k] for k in ("action", "target", "phase", "ts")}
+        for e in run_events(plan)
+        if e["event"] == "chaos"
+    ]
+
+
+def test_a_fault_that_is_undone_has_an_end_like_the_harness_records():
+    isolated = build_plan(scenario_from({"scenario": "isolate-broker", "run_id": "i"}))
+    t_fault, owner = isolated.faults[0]["effect_us"], isolated.owners[0]["broker"]
+    start = t_fault - 30_000_000  # cut a session timeout before the session expired
+    assert _chaos(isolated) == [
+        {"action": "isolate-broker-from-zk", "target": owner, "phase": "start",
+         "ts": start / 1000},
+        {"action": "isolate-broker-from-zk", "target": owner, "phase": "end",
+         "ts": (t_fault + 5_000_000) / 1000},
+    ]  # fmt: skip
+    bookie = build_plan(scenario_from({"scenario": "isolate-bookie", "run_id": "b"}))
+    ends = [e for e in _chaos(bookie) if e["phase"] == "end"]
+    assert [e["ts"] * 1000 - bookie.faults[0]["ts_us"] for e in ends] == [35_000_000]
+    for name in ("unload", "transfer", "kill-broker", "kill-bookie"):  # never undone here
+        plan = C.with_bookies_return(build_plan(scenario_from({"scenario": name, "run_id": "x"})))
+        assert [e["phase"] for e in _chaos(plan)] == ["start"]
+
+
+def test_killed_bookies_return_between_the_reads_with_and_without_them():
+    values = {"scenario": "kill-qw-bookies", "bookies": 5, "auto_skip": True, "run_id": "q"}
+    plan = C.with_bookies_return(build_plan(scenario_from(values)))
+    readers = [c.name for c in C.consumers(plan)]
+    assert readers == ["reader-1", "reader-skip", "consumer-1"]  # with the bookies down first
+    start, end = _chaos(plan)
+    assert (start["phase"], end["phase"], end["target"]) == ("start", "end", start["target"])
+    back = end["ts"] * 1000
+    # after reader-skip's last line, before consumer-1's first (1 s apart)
+    assert C.read_start_us(plan, 2) - 1_000_000 < back < C.read_start_us(plan, 2)
+    registered = [
+        row["path"]
+        for row in tell(plan).zk
+        if row["op"] == "create" and row["path"].startswith("/ledgers/available/")
+        and datetime.fromisoformat(row["ts"]).timestamp() * 1e6 > back - 1000  # ms stamps
+    ]  # fmt: skip
+    assert sorted(registered) == sorted(
+        f"/ledgers/available/{b}:3181" for b in start["target"].split(",")
+    )
+
+
+def test_risk_features_read_the_simulated_fault_ends(spark):
+    """models/features.run_faults takes a fault's duration from its start and end lines."""
+    lines = []
+    for run, scenario in (("iso", "isolate-broker"), ("qw", "kill-qw-bookies")):
+        plan = C.with_bookies_return(
+            build_plan(scenario_from({"scenario": scenario, "bookies": 5, "run_id": run}))
+        )
+        lines += [(f"/{run}/t.jsonl", n, json.dumps(e)) for n, e in enumerate(run_events(plan))]
+    events = parse_lines(spark.createDataFrame(lines, "source_file string, line_number long, "
+                                               "value string"))  # fmt: skip
+    assert events.filter(F.col("reason").isNotNull()).count() == 0
+    ends = spark.createDataFrame([("iso", None), ("qw", None)], "run_id string, last_ts timestamp")
+    faults = {r.run_id: r for r in run_faults(events, ends).collect()}
+    assert faults["iso"].fault_duration_s == 35.0
+    assert not faults["iso"].bookies_restarted
+    assert faults["qw"].bookies_restarted and faults["qw"].fault_duration_s > 60
