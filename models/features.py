@@ -96,7 +96,10 @@ def run_faults(run_events: DataFrame, run_end: DataFrame) -> DataFrame:
     restarted, the link healed); a fault with no end lasts until the run's last producer event.
     run_end: (run_id, last_ts).
     """
-    phase = F.get_json_object(F.col("extra")["phase"], "$")
+    # ingest keeps a string field's text in `extra` without its quotes (`end`); JSON text
+    # (`"end"`) is read too
+    raw_phase = F.col("extra")["phase"]
+    phase = F.coalesce(F.get_json_object(raw_phase, "$"), raw_phase)
     chaos = run_events.filter(F.col("event") == "chaos").withColumns(
         {
             "kind": fault_kind(F.col("action")),

@@ -116,6 +116,7 @@ def scenario_from(values: dict[str, Any]):  # noqa: ANN201 - returns a Scenario
         auto_skip=bool(v.get("auto_skip", False)),
         redeliver_every=int(v.get("redeliver_every", 500)),
         callback_reorder_every=int(v.get("callback_reorder_every", 0)),
+        t0_us=int(v.get("t0_us", 0)),
     )
 
 

@@ -1,6 +1,7 @@
 """What each consumer receives, in Spark: one row per delivery of a stored copy.
 
-Consumers read after the producers finished, in storage order (ledger, entry):
+Consumers read after the producers finished, one after another (those that read with the
+killed bookies down first), each in storage order (ledger, entry):
 
 - `reader-1`: a Reader from the earliest message while the killed bookies are still down.
   It blocks at the first entry none of whose Qw bookies is up (read_next never returns), so it
@@ -23,7 +24,7 @@ from pyspark.sql import functions as F
 
 from ingest.simulate.backoff import mix_column
 from ingest.simulate.plan import Plan
-from ingest.simulate.scenario import T0_US
+from ingest.simulate.scenario import Scenario
 
 REDELIVERY_LAG = 20  # a redelivery arrives this many messages after the first delivery
 READ_STEP_US = 5
@@ -40,19 +41,31 @@ class Consumer:
 
 
 def consumers(plan: Plan) -> list[Consumer]:
+    """The run's consumers in the order they read: those that read while the killed bookies
+    are down first, then (when the bookies return) the others."""
     s = plan.scenario
     after = () if plan.returned else tuple(plan.killed)
-    found = [
-        Consumer("reader-1", "reader-1", tuple(plan.killed)),
-        Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0),
-    ]
+    found = [Consumer("reader-1", "reader-1", tuple(plan.killed))]
     if s.auto_skip:
         found.append(
             Consumer("reader-skip", "reader-skip", tuple(plan.killed), skip_unreadable=True)
         )
+    found.append(Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0))
     if s.early_stop > 0:
         found.append(Consumer("reader-early", "reader-early", after, stop_fraction=s.early_stop))
     return found
+
+
+def with_bookies_return(plan: Plan) -> Plan:
+    """Set the bookie fault's `end_us` when its killed bookies return (with their data): half a
+    second before the first consumer that reads with them up, after those that read without."""
+    if not plan.returned:
+        return plan
+    first_up = next(n for n, c in enumerate(consumers(plan)) if not c.bookies_down)
+    for fault in plan.faults:
+        if fault["action"] == "kill-bookie":
+            fault["end_us"] = read_start_us(plan, first_up) - 500_000
+    return plan
 
 
 def unreadable(plan: Plan, down: tuple[str, ...]) -> list[tuple[int, int, int, list[int]]]:
@@ -143,10 +156,23 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
     return first.unionByName(second)
 
 
+def span_bound_us(s: Scenario) -> tuple[int, int]:
+    """(before, after): every event of the run falls in [t0_us − before, t0_us + after].
+
+    From the scenario alone (no plan), so a sweep can place runs before simulating them: the
+    reconnect is bounded by twice the latest availability (the metadata session, for a killed
+    owner) plus a minute, and the reads follow read_start_us with at most four consumers."""
+    before = 2 * s.session_timeout_us + 71_000_000  # config line, ZooKeeper snapshot, startup
+    reconnect = s.messages * s.interval_us + 2 * s.session_timeout_us + 60_000_000
+    writes_end = reconnect + 2 * s.messages * s.interval_us + 2 * s.send_timeout_us + 60_000_000
+    slots = (2 * (s.messages * 2 + REDELIVERY_LAG) + 4) * s.streams
+    return before, writes_end + 4 * (slots * READ_STEP_US + 1_000_000)
+
+
 def read_start_us(plan: Plan, consumer_index: int) -> int:
     """Consumers read one after another, after the last possible producer event."""
     s = plan.scenario
     slots = (2 * (s.messages * 2 + REDELIVERY_LAG) + 4) * s.streams
-    reconnected = max([T0_US, *(p.t_reconnect for p in plan.streams)])
+    reconnected = max([s.t0_us, *(p.t_reconnect for p in plan.streams)])
     writes_end = reconnected + 2 * s.messages * s.interval_us + 2 * s.send_timeout_us + 60_000_000
     return writes_end + consumer_index * (slots * READ_STEP_US + 1_000_000)

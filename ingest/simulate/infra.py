@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ingest.simulate.plan import Plan, send_time
-from ingest.simulate.scenario import T0_US
+from ingest.simulate.scenario import Scenario
 
-BUNDLE = "public/default/0x00000000_0x40000000"
+BUNDLE = "public/default/0x00000000_0x40000000"  # the first of the namespace's 4 bundles
+BOUNDARIES = ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"]
 ZOOKEEPER = "zk-0:2181"
+CLUSTER = "audit"  # the cluster name, as the local multi-process cluster's (pulsar/multi.py)
 LOGGERS = {
     "OwnershipCache": "org.apache.pulsar.broker.namespace.OwnershipCache",
     "OwnedBundle": "org.apache.pulsar.broker.namespace.OwnedBundle",
@@ -107,9 +109,12 @@ def zk_row(
     decoded: dict[str, Any] | None = None,
     version: int = 0,
     ephemeral: bool = False,
+    compact: bool = False,
 ) -> dict[str, Any]:
-    """One line of a `*.zk.jsonl` capture, as ingest/zk_capture.py writes it."""
+    """One line of a `*.zk.jsonl` capture, as ingest/zk_capture.py writes it (capture_id: set
+    per run by write_infra). compact: the znode's JSON as Pulsar writes it (no spaces)."""
     stamp = datetime.fromtimestamp(ts_us / 1e6, UTC).isoformat(timespec="milliseconds")
+    separators = (",", ":") if compact else None
     return {
         "ts": stamp,
         "zookeeper": ZOOKEEPER,
@@ -117,11 +122,79 @@ def zk_row(
         "op": op,
         "version": version,
         "ephemeral_owner": 72_057_594_037_927_936 if ephemeral else 0,
-        "data": None if decoded is None else json.dumps(decoded),
-        "decoded": None if decoded is None else json.dumps(decoded, sort_keys=True),
+        "data": None if decoded is None else json.dumps(decoded, separators=separators),
+        "decoded": None
+        if decoded is None
+        else json.dumps(decoded, sort_keys=True, separators=separators),
         "capture_id": "simulated",
         "observed_at": stamp,
     }
+
+
+def namespace_policies(s: Scenario) -> dict[str, Any]:
+    """The namespace's policies znode as Pulsar 4.0 stores it (key order included) after the
+    harness set its persistence (E/Qw/Qa), infinite retention and deduplication."""
+    return {
+        "auth_policies": {
+            "namespace_auth": {},
+            "destination_auth": {},
+            "subscription_auth_roles": {},
+        },
+        "replication_clusters": [CLUSTER],
+        "allowed_clusters": [],
+        "bundles": {"boundaries": BOUNDARIES, "numBundles": len(BOUNDARIES) - 1},
+        "backlog_quota_map": {},
+        "clusterDispatchRate": {},
+        "topicDispatchRate": {},
+        "subscriptionDispatchRate": {},
+        "replicatorDispatchRate": {},
+        "clusterSubscribeRate": {},
+        "persistence": {
+            "bookkeeperEnsemble": s.ensemble,
+            "bookkeeperWriteQuorum": s.write_quorum,
+            "bookkeeperAckQuorum": s.ack_quorum,
+            "managedLedgerMaxMarkDeleteRate": 0.0,
+        },
+        "deduplicationEnabled": s.dedup,
+        "publishMaxMessageRate": {},
+        "latency_stats_sample_rate": {},
+        "retention_policies": {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1},
+        "deleted": False,
+        "encryption_required": False,
+        "subscription_auth_mode": "None",
+        "offload_threshold": -1,
+        "offload_threshold_in_seconds": -1,
+        "schema_compatibility_strategy": "UNDEFINED",
+        "schema_validation_enforced": False,
+        "subscription_types_enabled": [],
+        "properties": {},
+        "migrated": False,
+    }
+
+
+def policy_snapshot(s: Scenario, ts_us: int) -> list[dict[str, Any]]:
+    """The capture opens with a snapshot of the tenant's and the namespace's policies."""
+    namespace = namespace_of(s.topic)
+    tenant = {"allowedClusters": [CLUSTER], "adminRoles": []}
+    return [
+        zk_row(
+            ts_us, f"/admin/policies/{namespace.split('/')[0]}", "snapshot", tenant, compact=True
+        ),
+        # version 3: created, then the harness set persistence, retention and deduplication
+        zk_row(
+            ts_us,
+            f"/admin/policies/{namespace}",
+            "snapshot",
+            namespace_policies(s),
+            version=3,
+            compact=True,
+        ),
+    ]
+
+
+def namespace_of(topic: str) -> str:
+    """persistent://public/default/sim → public/default."""
+    return "/".join(topic.split("://", 1)[-1].split("/")[:2])
 
 
 def ledger_path(ledger_id: int) -> str:
@@ -153,10 +226,12 @@ def write_infra(
         path.write_text("".join(render(x) + "\n" for x in sorted(these, key=lambda x: x.ts_us)))
         counts[str(path.relative_to(out))] = len(these)
     zk_file = out / "cluster.zk.jsonl"
-    zk_file.write_text("".join(json.dumps(r) + "\n" for r in sorted(zk, key=lambda r: r["ts"])))
+    capture = f"simulated-{plan.scenario.run_id}"  # one capture per run, as the harness makes
+    rows = sorted(zk, key=lambda r: r["ts"])
+    zk_file.write_text("".join(json.dumps({**r, "capture_id": capture}) + "\n" for r in rows))
     counts[zk_file.name] = len(zk)
     return counts
 
 
 def first_send(plan: Plan) -> int:
-    return send_time(plan.scenario, 0) if plan.scenario.messages else T0_US
+    return send_time(plan.scenario, 0) if plan.scenario.messages else plan.scenario.t0_us

@@ -13,7 +13,6 @@ from pyspark.sql import types as T
 
 from ingest.simulate.backoff import latency_column
 from ingest.simulate.plan import BURST_STEP_US, LEDGER_BASE, Plan
-from ingest.simulate.scenario import T0_US
 
 # A stored copy: the MessageId and its place in the stream's storage order (a reader's order).
 COPY = T.StructType(
@@ -86,7 +85,7 @@ def with_timing(df: DataFrame, plan: Plan) -> DataFrame:
     lat = latency_column(s.seed, F.col("stream"), seq, s.latency_us, d)
     r = seq - a
     i, k = r % window, F.floor(r / window)
-    nominal_i = F.lit(T0_US) + (a + i) * d
+    nominal_i = F.lit(s.t0_us) + (a + i) * d
     chunks_i = F.floor((F.col("t_reconnect") - nominal_i) / timeout)
     is_before, is_pre = seq < a, (seq >= a) & (seq < a + pre)
     timed_out = is_pre & (k < chunks_i)
@@ -94,7 +93,7 @@ def with_timing(df: DataFrame, plan: Plan) -> DataFrame:
     burst_ack = F.col("t_reconnect") + s.latency_us + (r - (pre - F.col("resent"))) * BURST_STEP_US
     burst_end = F.col("t_reconnect") + s.latency_us + (F.col("resent") - 1) * BURST_STEP_US
     send = (
-        F.when(is_before, F.lit(T0_US) + seq * d)
+        F.when(is_before, F.lit(s.t0_us) + seq * d)
         .when(is_pre, nominal_i + k * timeout)
         .otherwise(F.col("t_resume") + (seq - a - pre) * d)
     )
@@ -108,7 +107,7 @@ def with_timing(df: DataFrame, plan: Plan) -> DataFrame:
     if every:  # the harness records the second ack of a pair just before the first
         pair_second = is_before & (seq % every == every - 1) & (seq >= 1)
         previous_ack = (
-            F.lit(T0_US)
+            F.lit(s.t0_us)
             + (seq - 1) * d
             + latency_column(s.seed, F.col("stream"), seq - 1, s.latency_us, d)
         )

@@ -26,9 +26,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ingest.simulate.backoff import latency, reconnect_after
-from ingest.simulate.scenario import BOOKIE_FAULTS, OWNER_CHANGES, T0_US, Scenario
+from ingest.simulate.scenario import BOOKIE_FAULTS, OWNER_CHANGES, Scenario
 
 BURST_STEP_US = 1  # the new owner acks resent messages back to back
+# A cut link is held past the metadata session it cuts (so the session really expires), then
+# healed, like the harness's network faults (chaos.DEFAULT_HOLD_S, 20 s, over 10 s sessions).
+HEAL_AFTER_EXPIRY_US = 5_000_000
 LEDGER_BASE = 10  # ledger ids below are the namespace's own (cursors, schemas)
 
 
@@ -88,7 +91,7 @@ class Plan:
 
 def send_time(s: Scenario, seq: int) -> int:
     """When `seq` is sent while nothing has blocked the producer yet."""
-    return T0_US + seq * s.interval_us
+    return s.t0_us + seq * s.interval_us
 
 
 def _available_after(s: Scenario, rng: random.Random) -> int:
@@ -159,7 +162,7 @@ def build_plan(s: Scenario) -> Plan:
     brokers = [f"broker-{n}" for n in range(s.brokers)]
     bookies = [f"bookie-{n}" for n in range(s.bookies)]
     first_owner = rng.choice(brokers)
-    owners = [{"from_us": T0_US - 1_000_000, "broker": first_owner}]
+    owners = [{"from_us": s.t0_us - 1_000_000, "broker": first_owner}]
     t_fault = send_time(s, s.fault_seq) + s.interval_us // 2
     faults: list[dict[str, Any]] = []
     reconnect: dict[str, Any] = {}
@@ -188,6 +191,8 @@ def build_plan(s: Scenario) -> Plan:
                 "ts_us": started,
                 "effect_us": t_fault,
                 "new_owner": new_owner,
+                # the session expired at t_fault; the harness heals the link a while later
+                "end_us": t_fault + HEAL_AFTER_EXPIRY_US if s.name == "isolate-broker" else None,
             }
         )
     else:
@@ -239,6 +244,10 @@ def _bookie_layout(
                     "target": ",".join(target),
                     "ts_us": t_fault,
                     "effect_us": t_fault,
+                    # killed bookies that return: consumers.with_bookies_return sets it
+                    "end_us": t_fault + s.session_timeout_us + HEAL_AFTER_EXPIRY_US
+                    if s.name == "isolate-bookie"
+                    else None,
                 }
             )
             if killed:

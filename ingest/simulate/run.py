@@ -100,7 +100,7 @@ def simulate_run(
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    plan = build_plan(s)
+    plan = C.with_bookies_return(build_plan(s))
     messages = build_messages(spark, plan)
     copies = C.stored_copies(messages)
     found = C.consumers(plan)

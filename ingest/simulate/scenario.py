@@ -7,6 +7,7 @@ client's reconnect backoff 100 ms · 2^k with up to −10 % jitter).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,7 +28,18 @@ SCENARIOS = (
 # Scenarios where the owner of the topic's bundle changes and producers reconnect.
 OWNER_CHANGES = ("unload", "transfer", "kill-broker", "isolate-broker")
 BOOKIE_FAULTS = ("kill-bookie", "isolate-bookie", "kill-bookies", "kill-qw-bookies")
-T0_US = 1_741_082_400_000_000  # 2025-03-04T10:00:00Z
+T0_US = 1_741_082_400_000_000  # 2025-03-04T10:00:00Z: day 0 of simulated time
+DAY_US = 86_400_000_000
+# A run starts at 10:00 UTC of one of these many days from T0_US (about a century), picked from
+# its seed and run id: runs analyzed together (a sweep in one lakehouse) fall on different days,
+# so one run's infrastructure events are never ranked as causes of another run's findings.
+START_DAYS = 36_525
+
+
+def start_day(seed: int, run_id: str) -> int:
+    """The day (counted from T0_US) a run starts on: a stable hash of its seed and run id."""
+    digest = hashlib.blake2b(f"{seed}/{run_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % START_DAYS
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,12 @@ class Scenario:
     auto_skip: bool = False  # add a reader on a broker with autoSkipNonRecoverableData=true
     callback_reorder_every: int = 0  # >0: the harness records 1 ack pair in N out of order
     topic: str = "persistent://public/default/sim"
+    t0_us: int = 0  # the first send; 0: 10:00 UTC of day start_day(seed, run_id) from T0_US
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.t0_us:  # frozen: set once, here
+            object.__setattr__(self, "t0_us", T0_US + start_day(self.seed, self.run_id) * DAY_US)
 
     @property
     def streams(self) -> int:

@@ -11,11 +11,11 @@ from ingest.simulate.infra import (
     _broker_addr,
     ledger_path,
     managed_ledger,
+    policy_snapshot,
     topic_name,
     zk_row,
 )
 from ingest.simulate.plan import Plan, send_time
-from ingest.simulate.scenario import T0_US
 from ingest.simulate.trace import producer_name
 
 MS = 1000
@@ -43,10 +43,11 @@ def tell(plan: Plan) -> Story:
     story = Story(plan)
     s = plan.scenario
     owner = plan.owners[0]["broker"]
+    story.zk.extend(policy_snapshot(s, s.t0_us - 71_000 * MS))
     for n in range(s.brokers):
         name = f"broker-{n}"
         story.broker(
-            T0_US - 60_000 * MS,
+            s.t0_us - 60_000 * MS,
             name,
             "BrokerService",
             f"Started Pulsar Broker service on /{_broker_addr(name)}:6650, "
@@ -54,7 +55,7 @@ def tell(plan: Plan) -> Story:
         )
         story.zk.append(
             zk_row(
-                T0_US - 60_000 * MS,
+                s.t0_us - 60_000 * MS,
                 f"/loadbalance/brokers/{_broker_addr(name)}:8080",
                 "create",
                 {"pulsarServiceUrl": f"pulsar://{_broker_addr(name)}:6650"},
@@ -64,17 +65,44 @@ def tell(plan: Plan) -> Story:
     for n in range(s.bookies):
         story.zk.append(
             zk_row(
-                T0_US - 70_000 * MS,
+                s.t0_us - 70_000 * MS,
                 f"/ledgers/available/{_bookie(f'bookie-{n}')}",
                 "create",
                 ephemeral=True,
             )
         )
-    _own(story, owner, T0_US - 10_000 * MS, first=True)
+    _own(story, owner, s.t0_us - 10_000 * MS, first=True)
     _ledgers(story)
     for fault in plan.faults:
         _FAULTS.get(fault["action"], lambda *_: None)(story, fault)
+        if fault.get("end_us") is not None:
+            _fault_end(story, fault)
     return story
+
+
+def _fault_end(story: Story, fault: dict[str, Any]) -> None:
+    """After the harness undid a fault, what was down registers again: the killed bookies as
+    they start (their data kept), an isolated bookie or broker restarted after the heal (it
+    had shut down when its session expired)."""
+    t = fault["end_us"]
+    if fault["action"] == "isolate-broker-from-zk":
+        name = fault["target"]
+        story.broker(
+            t + 8_000 * MS,
+            name,
+            "BrokerService",
+            f"Started Pulsar Broker service on /{_broker_addr(name)}:6650, "
+            "TLS: (none), listener: (none)",
+        )
+        path = f"/loadbalance/brokers/{_broker_addr(name)}:8080"
+        data = {"pulsarServiceUrl": f"pulsar://{_broker_addr(name)}:6650"}
+        story.zk.append(zk_row(t + 8_000 * MS, path, "create", data, ephemeral=True))
+        return
+    back = t + (3_000 * MS if fault["action"] == "isolate-bookie-from-zk" else 0)
+    for bookie in fault["target"].split(","):
+        story.zk.append(
+            zk_row(back, f"/ledgers/available/{_bookie(bookie)}", "create", ephemeral=True)
+        )
 
 
 def _own(story: Story, broker: str, ts: int, first: bool) -> None:

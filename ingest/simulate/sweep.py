@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pyspark.sql import SparkSession
 
+from ingest.simulate.consumers import span_bound_us
+from ingest.simulate.scenario import DAY_US, Scenario, validate
 from pulsar_audit.errors import InputError, UsageError
 
 MANIFEST = "manifest.json"
@@ -42,6 +45,26 @@ def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def run_days(scenario: Scenario) -> range:
+    """The UTC days (counted from the epoch) the run's events can fall on."""
+    before, after = span_bound_us(scenario)
+    return range((scenario.t0_us - before) // DAY_US, (scenario.t0_us + after) // DAY_US + 1)
+
+
+def place(scenario: Scenario, taken: set[int]) -> Scenario:
+    """The scenario, moved on by whole days until none of its days, nor the day before or
+    after, is taken by an earlier run of the sweep; then its days are taken. Runs of one sweep
+    thus never overlap and lie at least a whole day apart (cause windows are seconds)."""
+
+    def clashes(days: range) -> bool:
+        return any(day in taken for day in range(days.start - 1, days.stop + 1))
+
+    while clashes(run_days(scenario)):
+        scenario = replace(scenario, t0_us=scenario.t0_us + DAY_US)
+    taken.update(run_days(scenario))
+    return scenario
+
+
 def run_sweep(
     spark: SparkSession,
     grid_file: str | Path,
@@ -53,7 +76,6 @@ def run_sweep(
     """Simulate each grid combination into out/<run_id>/; write out/manifest.json."""
     from ingest.simulate.cli import scenario_from
     from ingest.simulate.run import simulate_run
-    from ingest.simulate.scenario import validate
 
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
@@ -61,6 +83,7 @@ def run_sweep(
     for key, value in SMALL_RUN_CONF.items():
         spark.conf.set(key, value)
     entries: list[dict[str, Any]] = []
+    taken: set[int] = set()  # days holding a run of this sweep
     done = 0
     for n, values in enumerate(combinations(load_grid(grid_file))):
         if limit is not None and done >= limit:
@@ -72,6 +95,7 @@ def run_sweep(
         except UsageError as exc:
             entries.append({"run_id": values["run_id"], "values": values, "skipped": str(exc)})
             continue
+        scenario = place(scenario, taken)
         truth = simulate_run(spark, scenario, root / scenario.run_id, threshold_ms, ladder)
         done += 1
         entries.append(
@@ -82,6 +106,7 @@ def run_sweep(
                 "runs": truth["runs"],
                 "outages": len(truth["outages"]),
                 "anomaly_blocks": len(truth["anomalies"]),
+                "t0_us": scenario.t0_us,
                 "generate_s": truth["generate_s"],
             }
         )

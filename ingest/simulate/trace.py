@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 
 from ingest.simulate.consumers import READ_STEP_US, REDELIVERY_LAG, Consumer, read_start_us
 from ingest.simulate.plan import Plan
-from ingest.simulate.scenario import T0_US
+
+ZOOKEEPER_HOST = "zk-0"  # the one ZooKeeper of a simulated cluster (infra.ZOOKEEPER)
 
 
 def producer_name(stream: Column | int, partitioned: bool) -> Column | str:
@@ -100,13 +101,14 @@ def end_event(plan: Plan, consumer: Consumer, index: int) -> dict[str, Any]:
 
 
 def run_events(plan: Plan) -> list[dict[str, Any]]:
-    """The harness's `config` line and one `chaos` line per fault."""
+    """The harness's `config` line and, per fault, a `chaos` line with phase "start" and, when
+    the fault is undone in the run (bookies back, link healed), one with phase "end"."""
     s = plan.scenario
     base = {"run_id": s.run_id, "topic": s.topic, "role": "run", "client": "simulator"}
     config = {
         **base,
         "event": "config",
-        "ts": (T0_US - 2 * s.session_timeout_us - 1_000_000) / 1000,
+        "ts": (s.t0_us - 2 * s.session_timeout_us - 1_000_000) / 1000,
         "ensemble_size": s.ensemble,
         "write_quorum": s.write_quorum,
         "ack_quorum": s.ack_quorum,
@@ -117,17 +119,30 @@ def run_events(plan: Plan) -> list[dict[str, Any]]:
         "seed": s.seed,
         "simulated": True,
     }
-    chaos = [
-        {
-            **base,
-            "event": "chaos",
-            "ts": f["ts_us"] / 1000,
-            "action": f["action"],
-            "target": f["target"],
-        }
-        for f in plan.faults
-    ]
+    chaos = []
+    for f in plan.faults:
+        fault = {**base, "event": "chaos", "action": f["action"], "target": f["target"]}
+        chaos.append({**fault, "ts": f["ts_us"] / 1000, "phase": "start", **_start_details(f)})
+        if f.get("end_us") is not None:
+            chaos.append({**fault, "ts": f["end_us"] / 1000, "phase": "end", **_end_details(f)})
     return [config, *chaos]
+
+
+def _start_details(fault: dict[str, Any]) -> dict[str, Any]:
+    """What the harness adds to a fault's start (ingest/pulsar/chaos.py): a network fault's
+    peers and how long it is held."""
+    if not fault["action"].endswith("-from-zk"):
+        return {}
+    held = fault["end_us"] - fault["ts_us"]
+    return {"from": ZOOKEEPER_HOST, "hold_s": round(held / 1e6, 3)}
+
+
+def _end_details(fault: dict[str, Any]) -> dict[str, Any]:
+    """What the harness reports when it undoes a fault: the link healed (the DROP rules both
+    ways in both namespaces) or the bookies restarted."""
+    if fault["action"].endswith("-from-zk"):
+        return {"rules_removed": 4, "from": ZOOKEEPER_HOST}
+    return {"restarted": True}
 
 
 def write_trace(
