@@ -2,10 +2,11 @@
 
     .venv/bin/python -m bench.run --sizes 1e4,1e5,1e6,2e6 [--with-1e7] [--workdir DIR]
 
-For each size: generate a trace once (bench/generate.py), then time each checker as a whole
-process from a cold start, sampling the peak RSS of its process tree: (a) `pulsar-audit
-analyze DIR --json` on a new lakehouse, (b) bench/duckdb_check.py, (c) bench/dict_check.py.
-All three must agree on every count; a disagreement (or a failed checker) exits 1 with the
+For each size: simulate the trace once (bench/simulated.py: two chaos runs of the simulator,
+with their ground truth), then time each checker as a whole process from a cold start,
+sampling the peak RSS of its process tree: (a) `pulsar-audit analyze DIR --json` on a new
+lakehouse, (b) bench/duckdb_check.py, (c) bench/dict_check.py. All three must agree on every
+count, and with the simulator's truth; a disagreement (or a failed checker) exits 1 with the
 differences. Once per invocation, the fixed costs against a bare local Spark session with
 Delta. Prints tables; writes WORKDIR/results.json. See bench/README.md.
 """
@@ -27,6 +28,7 @@ import psutil
 
 from bench.counts import differences, from_analyze, totals
 from bench.measure import Measured, run_measured, skipped
+from bench.simulated import from_truth, simulated_messages
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python")
@@ -91,13 +93,19 @@ class Bench:
     def generate(self, label: str, folder: Path, messages: int, seed: int, prefix: str) -> dict:
         """Generate once: an existing trace with the same parameters is reused."""
         manifest = folder / "bench-manifest.json"
-        wanted = {"messages": messages, "seed": seed, "prefix": prefix, "gzip": self.args.gzip}
+        wanted = {
+            "generator": "simulator",
+            "messages": messages,
+            "seed": seed,
+            "prefix": prefix,
+            "gzip": self.args.gzip,
+        }
         if manifest.exists() and json.loads(manifest.read_text()) == wanted:
             print(f"  generate {label}: reusing {folder}", flush=True)
             return {"generate_s": None, "reused": True}
         self.fresh(folder)
-        command = [PYTHON, "-m", "bench.generate", "--messages", str(messages), "--seed", str(seed)]
-        command += ["--out", str(folder), "--run-prefix", prefix]
+        command = [PYTHON, "-m", "bench.simulated", "--messages", str(messages)]
+        command += ["--seed", str(seed), "--out", str(folder), "--prefix", prefix]
         command += ["--gzip"] if self.args.gzip else []
         result = self.measure(f"generate-{label}", command)
         if result.status != "ok":
@@ -136,6 +144,7 @@ class Bench:
         traces = self.work / "traces" / label
         entry: dict[str, Any] = {"size": label, "messages": messages}
         entry.update(self.generate(label, traces, messages, self.args.seed, "bench"))
+        entry["messages"] = simulated_messages(messages)  # N rounded to whole partitions
         entry["trace_bytes"] = sum(p.stat().st_size for p in traces.glob("*.jsonl*"))
         lakehouse = self.fresh(self.work / "lakehouses" / label)
         runs: dict[str, Measured] = {
@@ -161,7 +170,7 @@ class Bench:
             name: {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")}
             for name, m in runs.items()
         }
-        entry.update(self.compare(label, runs))
+        entry.update(self.compare(label, runs, from_truth(traces)))
         walls = {n: m.wall_s for n, m in runs.items() if m.status == "ok"}
         entry["ratios"] = {
             "analyze_vs_duckdb": _ratio(walls.get("analyze"), walls.get("duckdb")),
@@ -170,8 +179,11 @@ class Bench:
         entry["lakehouse"] = str(lakehouse)
         return entry
 
-    def compare(self, label: str, runs: dict[str, Measured]) -> dict[str, Any]:
-        """Every count of every checker that finished against DuckDB's."""
+    def compare(
+        self, label: str, runs: dict[str, Measured], truth: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Every count of every checker that finished, and the simulator's truth, against
+        DuckDB's."""
         reports = {}
         for name, m in runs.items():
             if m.status != "ok":
@@ -182,12 +194,13 @@ class Bench:
                 quarantined = parsed["ingest"].get("quarantined", 0)
                 if quarantined:
                     self.failures.append(f"analyze-{label}: {quarantined} records quarantined")
+        records = {name: r["records"] for name, r in reports.items()}
+        reports["truth"] = truth
         diffs: list[str] = []
         if "duckdb" in reports:
-            for name in ("analyze", "dict"):
+            for name in ("analyze", "dict", "truth"):
                 if name in reports:
                     diffs += differences(reports[name], reports["duckdb"])
-        records = {name: r["records"] for name, r in reports.items()}
         if len(set(records.values())) > 1:
             diffs.append(f"records differ: {records}")
         if diffs:
@@ -200,7 +213,7 @@ class Bench:
         ]
         return {
             "records": max(records.values(), default=0),
-            "agree": not diffs and not failed and len(reports) >= 2,
+            "agree": not diffs and not failed and len(reports) >= 3,
             "compared": sorted(reports),
             "differences": diffs,
             "totals": counts,
@@ -221,7 +234,8 @@ class Bench:
             product = from_analyze(json.loads(added.stdout))
             product["runs"] = [r for r in product["runs"] if r["run_id"].startswith("inc-")]
             product["outages"] = [o for o in product["outages"] if o["run_id"].startswith("inc-")]
-            diffs = differences(product, json.loads(duck.stdout))
+            duck_report = json.loads(duck.stdout)
+            diffs = differences(product, duck_report) + differences(from_truth(traces), duck_report)
             if diffs:
                 self.failures.append(f"increment {inc_label}: {len(diffs)} disagreement(s)")
         self.results["increment"] = {

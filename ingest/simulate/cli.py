@@ -125,7 +125,9 @@ def cmd_run(ctx: Context) -> int:
     from pipelines.summary import json_verdict
 
     args = vars(ctx.args)
-    scenario = scenario_from({k: args.get(k) for k in args if k not in ("handler", "out")})
+    scenario = scenario_from(
+        {k: args.get(k) for k in args if k not in ("handler", "out", "no_gzip")}
+    )
     pipeline = ctx.config.pipeline
     truth = simulate_run(
         ctx.spark,
@@ -133,6 +135,7 @@ def cmd_run(ctx: Context) -> int:
         ctx.args.out,
         pipeline.outage_threshold_ms,
         list(pipeline.backoff_ladder_ms),
+        gzip=not ctx.args.no_gzip,
     )
     result = {k: truth[k] for k in ("run_id", "config", "faults", "runs", "outages", "generate_s")}
     result["out"] = ctx.args.out
@@ -181,6 +184,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     )
     _scenario_args(run)
     run.add_argument("--out", required=True, metavar="DIR", help="folder for the run's files")
+    run.add_argument(
+        "--no-gzip", action="store_true", help="write the trace as plain .jsonl (default .jsonl.gz)"
+    )
     run.set_defaults(handler=cmd_run)
     sweep = kinds.add_parser(
         "sweep",

@@ -90,10 +90,12 @@ def simulate_run(
     out: str | Path,
     threshold_ms: int = 100,
     ladder: list[int] | None = None,
+    gzip: bool = True,
 ) -> dict[str, Any]:
     """Write one run's trace files and truth.json under `out`; return the truth (a dict).
 
-    threshold_ms, ladder: the outage threshold and backoff ladder `analyze` will use.
+    threshold_ms, ladder: the outage threshold and backoff ladder `analyze` will use; gzip:
+    the trace files as `.jsonl.gz` (default) or plain `.jsonl`.
     """
     s = validate(scenario)
     ladder = ladder or DEFAULT_LADDER
@@ -139,7 +141,7 @@ def simulate_run(
             }
         )
     labels = labels.unionByName(T.nonmonotonic_sends(messages))
-    files = write_trace(spark, lines, small, folder, s.run_id)
+    files = write_trace(spark, lines, small, folder, s.run_id, gzip)
     story = tell(plan)
     infra_files = write_infra(plan, story.lines, story.zk, folder)
     totals = messages.agg(

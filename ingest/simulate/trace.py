@@ -146,18 +146,26 @@ def _end_details(fault: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_trace(
-    spark: SparkSession, lines: DataFrame, small: list[dict[str, Any]], out: Path, run_id: str
+    spark: SparkSession,
+    lines: DataFrame,
+    small: list[dict[str, Any]],
+    out: Path,
+    run_id: str,
+    gzip: bool = True,
 ) -> list[Path]:
-    """Write `lines` plus the `small` driver-built events as trace-<run>-NNNNN.jsonl.gz files."""
+    """Write `lines` plus the `small` driver-built events as trace-<run>-NNNNN.jsonl.gz files
+    (`.jsonl`, uncompressed, when not `gzip`)."""
     extra = spark.createDataFrame([(json.dumps(e),) for e in small], "value string")
     staging = out / "_spark"
     shutil.rmtree(staging, ignore_errors=True)
-    lines.unionByName(extra).write.mode("overwrite").option("compression", "gzip").text(
+    compression = "gzip" if gzip else "none"
+    lines.unionByName(extra).write.mode("overwrite").option("compression", compression).text(
         str(staging)
     )
+    suffix = ".jsonl.gz" if gzip else ".jsonl"
     written = []
-    for n, part in enumerate(sorted(staging.glob("part-*.txt.gz"))):
-        target = out / f"trace-{run_id}-{n:05d}.jsonl.gz"
+    for n, part in enumerate(sorted(staging.glob("part-*.txt*"))):
+        target = out / f"trace-{run_id}-{n:05d}{suffix}"
         part.rename(target)
         written.append(target)
     shutil.rmtree(staging)

@@ -1,4 +1,5 @@
-"""The benchmark's reference checkers agree, and its generator injects every anomaly kind."""
+"""The benchmark's reference checkers agree with each other and with the simulator's truth, and
+its simulated traces hold every anomaly kind the benchmark is about."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ pytest.importorskip("duckdb", reason="the bench extra is not installed: pip inst
 
 from bench import dict_check, duckdb_check  # noqa: E402
 from bench.counts import differences, totals  # noqa: E402
-from bench.generate import PARTITIONED_TOPIC, PLAIN_TOPIC, generate  # noqa: E402
+from bench.simulated import from_truth, generate, scenarios, simulated_messages  # noqa: E402
 
-MESSAGES = 2_000
+MESSAGES = 4_000
+TOPIC = "persistent://public/default/sim"
 
 
 @pytest.fixture(scope="module")
@@ -22,29 +24,55 @@ def traces(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_duckdb_and_dict_checkers_agree_on_every_count(traces: Path) -> None:
+def test_duckdb_dict_checkers_and_the_truth_agree_on_every_count(traces: Path) -> None:
     by_duckdb = duckdb_check.check(traces)
     by_dict = dict_check.check(traces)
+    truth = from_truth(traces)
 
     assert differences(by_duckdb, by_dict) == []
-    assert by_duckdb["records"] == by_dict["records"] > 3 * MESSAGES
-    keys = [(r["topic"], r["subscription"]) for r in by_duckdb["runs"]]
-    assert keys == [(PLAIN_TOPIC, "sub-a"), (PLAIN_TOPIC, "sub-b"), (PARTITIONED_TOPIC, "sub-a")]
+    assert differences(truth, by_duckdb) == []
+    assert by_duckdb["records"] == by_dict["records"] > 2 * MESSAGES
+    keys = {(r["run_id"], r["subscription"]) for r in by_duckdb["runs"]}
+    owner = {"consumer-1": "sub-1", "reader-1": "reader-1", "reader-early": "reader-early"}
+    assert {("bench-owner", s) for s in owner.values()} <= keys
+    # reader-1 of the quorum run blocks at its first entry (the whole ledger was on the two
+    # killed bookies): it received nothing and has no `end`, so the trace cannot show it
+    assert {s for r, s in keys if r == "bench-quorum"} == {"reader-skip", "sub-1"}
+    assert {r for r, _ in keys} == {"bench-owner", "bench-crash", "bench-quorum"}
+    assert {r["topic"] for r in by_duckdb["runs"]} == {TOPIC}
 
 
-def test_generator_injects_every_anomaly_kind(traces: Path) -> None:
+def test_simulated_traces_hold_every_anomaly_kind_of_the_benchmark(traces: Path) -> None:
     report = duckdb_check.check(traces)
     counts = totals(report)
 
-    kinds = ["nacked", "lost", "unseen", "duplicated", "redelivered", "out_of_order"]
-    assert [k for k in [*kinds, "unacked_received", "outages"] if counts[k] == 0] == []
-    # Only cb1 (sub-b) has no `end`: sub-b's misses are unseen, sub-a's are lost.
-    by_subscription = {r["subscription"]: r for r in report["runs"] if r["topic"] == PLAIN_TOPIC}
-    assert by_subscription["sub-b"]["lost"] == 0 < by_subscription["sub-b"]["unseen"]
-    assert by_subscription["sub-a"]["unseen"] == 0 < by_subscription["sub-a"]["lost"]
+    kinds = ["nacked", "lost", "unseen", "duplicated", "redelivered", "unacked_received"]
+    kinds += ["outages"]
+    assert [k for k in kinds if counts[k] == 0] == []
+    assert counts["sent"] // len({r["subscription"] for r in report["runs"]}) > 0
+    assert sum(r["sent"] for r in report["runs"] if r["subscription"] == "sub-1") == (
+        simulated_messages(MESSAGES)
+    )
+    # reader-skip ended and skipped the unreadable entries: lost; reader-early has no `end`:
+    # what it missed is unseen
+    by_key = {(r["run_id"], r["subscription"]): r for r in report["runs"]}
+    skipping, early = by_key["bench-quorum", "reader-skip"], by_key["bench-owner", "reader-early"]
+    assert skipping["lost"] > 0 == skipping["unseen"]
+    assert early["unseen"] > 0 == early["lost"]
 
 
-def test_generator_is_deterministic_for_a_seed(spark, traces: Path, tmp_path: Path) -> None:
-    again = generate(spark, tmp_path / "again", MESSAGES, seed=11)
+def test_a_run_is_the_same_for_a_seed(spark, tmp_path: Path) -> None:
+    """Same seed, same bytes (one of the benchmark's runs, simulated twice)."""
+    from ingest.simulate.cli import scenario_from
+    from ingest.simulate.run import simulate_run
 
-    assert [p.read_bytes() for p in again] == [(traces / p.name).read_bytes() for p in again]
+    crash = next(
+        s for s in scenarios(400, seed=5, prefix="bench") if s["scenario"] == "kill-broker"
+    )
+    first = simulate_run(spark, scenario_from(crash), tmp_path / "first", gzip=False)
+    again = simulate_run(spark, scenario_from(crash), tmp_path / "again", gzip=False)
+
+    assert again["files"] == first["files"]
+    files = [(tmp_path / "first" / n, tmp_path / "again" / n) for n in first["files"]]
+    assert [b.read_bytes() for _, b in files] == [a.read_bytes() for a, _ in files]
+    assert again["runs"] == first["runs"] and again["outages"] == first["outages"]

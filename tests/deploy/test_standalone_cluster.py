@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from literal_runs import RunSpec, write_run
 from spark_test_conf import TEST_SPARK_CONF
 
-from ingest.synthetic import RunSpec, write_run
 from jobs.analyze import analyze
 from pulsar_audit.config import load_config
 from pulsar_audit.delta_io import Lakehouse

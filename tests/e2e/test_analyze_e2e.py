@@ -1,4 +1,4 @@
-"""End to end: `pulsar-audit analyze --json` on synthetic runs with known injected anomalies."""
+"""End to end: `pulsar-audit analyze --json` on hand-written runs with known injected anomalies."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ingest.synthetic import T0_MS, RunSpec, write_run
+from literal_runs import T0_MS, RunSpec, write_run
 
 TOPIC = "persistent://public/default/orders"
 ZERO = {

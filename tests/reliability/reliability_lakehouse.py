@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from literal_runs import RunSpec, write_run
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ingest.synthetic import RunSpec, write_run
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import TABLES

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from literal_runs import RunSpec, write_run
 from reliability_lakehouse import Reference, differing_tables, digest
 
-from ingest.synthetic import RunSpec, write_run
 from jobs.cli import main
 from pulsar_audit.delta_io import Lakehouse
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from literal_runs import RunSpec, write_run
 from pyspark.sql import functions as F
 from reliability_lakehouse import CONF_LOCAL, record_figure, suite_config
 
-from ingest.synthetic import RunSpec, write_run
 from jobs.cli import main
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import TABLES

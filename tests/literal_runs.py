@@ -1,4 +1,9 @@
-"""Synthetic trace runs with known, injected anomalies: ground truth for tests and benchmarks.
+"""Hand-written trace runs for tests: each anomaly placed at a chosen seq, so a test can
+assert an exact count, block or edge case of the product's definitions (a nack that was
+stored anyway, a consumer with no `end`, a duplicate across a ledger boundary, …) that no
+protocol model would produce on purpose. Runs that follow the Pulsar/BookKeeper protocols,
+with their ground truth and at any size, come from the simulator (`ingest/simulate/`,
+`pulsar-audit simulate`); this module is a test fixture, not part of the product.
 
 A run is a producer sending `messages` messages every `send_interval_ms`, each acked
 `ack_latency_ms` later into ledger `first_ledger`, and Readers reading the topic back. Each

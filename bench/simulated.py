@@ -1,0 +1,172 @@
+"""The benchmark's traces, made by the simulator: N messages over three simulated chaos runs.
+
+    .venv/bin/python -m bench.simulated --messages 1e6 --seed 1 --out DIR [--prefix bench] [--gzip]
+
+The trace files (format v1, `trace-<run>-NNNNN.jsonl`) go to DIR, and only they: the
+checkers compare what each computes from the trace alone. Each run's truth.json (the counts
+`analyze` must report), logs and ZooKeeper capture go to DIR.truth/<run>/.
+
+- PREFIX-owner, 40 % of the messages: `isolate-broker` (2-2-1, 3 brokers, 3 bookies), a topic of
+  4 partitions, one producer each. The owner of the topic's bundle loses its ZooKeeper session;
+  the producers reconnect on the client's backoff (outages), and the sends they retry after
+  the failover are stored a second time (duplicates: deduplication is off). consumer-1 fails
+  to ack 1 message in 500 (redelivered), reader-early stops before the end without `end`
+  (unseen), a Shared subscription loses one of its two consumers mid-topic (its unacked
+  messages reach the other after higher seqs: out of order), and the harness records 1 ack
+  pair in 10,000 out of order (non-monotonic acks).
+- PREFIX-crash, 20 %: `kill-broker` on a non-partitioned topic (one producer): the topic's
+  owner dies with acks on their way back (entry persisted → ack seen: 1.5 ms); the pending
+  sends time out after 30 s (nacked, a 30 s outage), and one of them was stored before the
+  crash and is delivered all the same (unacked received).
+- PREFIX-quorum, 40 %: `kill-qw-bookies` (2-2-1, 4 bookies), 2 partitions. Both
+  bookies of the current ensemble die: reader-1 blocks at the first unreadable entry (no
+  `end`: what it missed is unseen; below ~50,000 messages per partition the whole topic is
+  one ledger on those bookies, reader-1 gets nothing and leaves no line in the trace),
+  reader-skip skips the hole (acked messages lost, a poll skip), consumer-1 reads everything
+  after the bookies return.
+
+Per-message data stays in Spark (the simulator's contract); the output is a function of
+(messages, seed, prefix, gzip) alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from bench.counts import report
+
+TRUTH_SUFFIX = ".truth"
+# (run id suffix, share of the messages, partitions (0: a non-partitioned topic), options)
+RUNS = (
+    (
+        "owner",
+        0.4,
+        4,
+        {
+            "scenario": "isolate-broker",
+            "early_stop": 0.995,
+            "shared_crash": 0.5,
+            "callback_reorder_every": 10_000,
+        },
+    ),
+    ("crash", 0.2, 0, {"scenario": "kill-broker", "ack_return_us": 1500}),
+    ("quorum", 0.4, 2, {"scenario": "kill-qw-bookies", "bookies": 4, "auto_skip": True}),
+)
+
+
+def scenarios(messages: int, seed: int, prefix: str) -> list[dict[str, Any]]:
+    """The runs' `simulate run` options for `messages` in all (each run at least 10 messages
+    per partition, the simulator's least)."""
+    return [
+        {
+            "run_id": f"{prefix}-{name}",
+            "config": "2-2-1",
+            "partitions": partitions,
+            "messages": max(int(messages * share) // max(partitions, 1), 10),
+            "seed": seed,
+            **options,
+        }
+        for name, share, partitions, options in RUNS
+    ]
+
+
+def simulated_messages(messages: int) -> int:
+    """How many messages the runs send in all: `messages` rounded down to whole partitions
+    (at least 10 per partition)."""
+    return sum(
+        s["messages"] * max(s["partitions"], 1) for s in scenarios(messages, 1, prefix="bench")
+    )
+
+
+def truth_folder(out: Path) -> Path:
+    return out.with_name(out.name + TRUTH_SUFFIX)
+
+
+def generate(
+    spark: SparkSession,
+    out: Path,
+    messages: int,
+    seed: int = 1,
+    prefix: str = "bench",
+    gzip: bool = False,
+    threshold_ms: int = 100,
+    ladder: list[int] | None = None,
+) -> list[Path]:
+    """Simulate the runs; the trace files into `out` (emptied first), the rest into
+    `out`.truth/<run>/. Returns the trace files."""
+    from ingest.simulate.cli import scenario_from
+    from ingest.simulate.run import simulate_run
+
+    if messages < 2:
+        raise ValueError(f"messages must be >= 2, got {messages}")
+    truths = truth_folder(out)
+    for folder in (out, truths):
+        shutil.rmtree(folder, ignore_errors=True)
+    out.mkdir(parents=True)
+    files = []
+    for options in scenarios(messages, seed, prefix):
+        folder = truths / options["run_id"]
+        truth = simulate_run(spark, scenario_from(options), folder, threshold_ms, ladder, gzip)
+        for name in truth["files"]:
+            (folder / name).rename(out / name)
+            files.append(out / name)
+    return files
+
+
+def from_truth(out: Path) -> dict[str, Any]:
+    """The simulator's truth for the runs behind the traces in `out`, in the checkers' report
+    shape (records: 0, the truth does not count trace lines)."""
+    runs, outages = [], {}
+    for path in sorted(truth_folder(out).glob(f"*/{'truth.json'}")):
+        truth = json.loads(path.read_text())
+        runs += truth["runs"]
+        if truth["outages"]:
+            outages[(truth["run_id"], truth["topic"])] = len(truth["outages"])
+    return report("truth", 0, runs, outages)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--messages", type=float, required=True, help="messages in all (1e6 ok)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", required=True, help="folder for the trace files")
+    parser.add_argument("--prefix", default="bench", help="run ids PREFIX-owner, -crash, -quorum")
+    parser.add_argument("--gzip", action="store_true", help="write *.jsonl.gz instead of *.jsonl")
+    args = parser.parse_args(argv)
+
+    from bench.spark_session import local_spark
+    from pulsar_audit.config import load_config
+
+    started = time.monotonic()
+    out = Path(args.out)
+    pipeline = load_config("local").pipeline
+    spark = local_spark(out.parent / ".bench-spark")
+    files = generate(
+        spark,
+        out,
+        int(args.messages),
+        args.seed,
+        args.prefix,
+        args.gzip,
+        pipeline.outage_threshold_ms,
+        list(pipeline.backoff_ladder_ms),
+    )
+    spark.stop()
+    size = sum(f.stat().st_size for f in files)
+    print(
+        f"wrote {len(files)} files, {size / 1e6:,.1f} MB, {int(args.messages):,} messages in "
+        f"{time.monotonic() - started:.1f} s to {out} (truth in {truth_folder(out)})"
+    )
+
+
+if __name__ == "__main__":
+    main()
