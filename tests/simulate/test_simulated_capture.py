@@ -211,9 +211,8 @@ def test_chaos_events_name_what_the_harness_names():
         plan.owners[0]["broker"],
         plan.owners[1]["broker"],
     )
-    assert start({"scenario": "kill-broker"})["target"] == build_plan(
-        scenario_from({"run_id": "h", "scenario": "kill-broker"})
-    ).owners[0]["broker"]
+    killed = build_plan(scenario_from({"run_id": "h", "scenario": "kill-broker"}))
+    assert start({"scenario": "kill-broker"})["target"] == killed.owners[0]["broker"]
     actions = [
         start({"scenario": name, "config": config})["action"]
         for name, config in (
