@@ -212,7 +212,7 @@ def detect_anomalies(
         .unionByName(detect_redelivered(delivery))
         .unionByName(detect_out_of_order(delivery))
         .unionByName(detect_unacked_received(message_history, delivery))
-        .unionByName(detect_poll_skip(message_history, delivery))
+        .unionByName(detect_poll_skip(message_history, delivery, subscriptions))
     )
     if producer_events is None:
         return found

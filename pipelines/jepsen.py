@@ -3,7 +3,8 @@
 - poll skip: a consumer's MessageIds jump over stored messages (MessageIds some producer ack or
   some consumer delivery shows to exist) that it had not received yet — whether it gets them
   later or never. A reader on a broker with autoSkipNonRecoverableData skipping an unreadable
-  fragment is one.
+  fragment is one. What another consumer of the same subscription received is not skipped: a
+  Shared subscription splits the entries between its consumers.
 - non-monotonic send: a producer's acked MessageIds (per partition, in the producer's own
   order) going backwards. Pulsar allocates ledger ids increasingly and entry ids within a
   ledger, so the acks one producer sees on one partition must rise.
@@ -48,39 +49,28 @@ def ranked_ids(message_history: DataFrame) -> DataFrame:
     )
 
 
-def detect_poll_skip(message_history: DataFrame, delivery: DataFrame) -> DataFrame:
+def detect_poll_skip(
+    message_history: DataFrame, delivery: DataFrame, subscriptions: DataFrame | None = None
+) -> DataFrame:
     """Stored messages a consumer jumped over: after its furthest delivery so far it got one
-    further than the next stored MessageId. count = skipped messages, blocks by seq."""
+    further than the next stored MessageId. count = skipped messages, blocks by seq.
+
+    subscriptions: (run_id, topic, subscription, consumers), from `pipelines.silver`; in one
+    with several consumers each consumer's stored MessageIds leave out those another consumer
+    of the subscription received (a Shared subscription splits the entries between them)."""
     ranks = ranked_ids(message_history)
-    consumer_order = (
-        W.partitionBy(*TOPIC_PARTITION, "consumer")
-        .orderBy("delivery_index")
-        .rowsBetween(W.unboundedPreceding, -1)
-    )
-    jumps = (
-        delivery.join(ranks.select(*TOPIC_PARTITION, *ID, "rank"), [*TOPIC_PARTITION, *ID], "inner")
-        .withColumn("furthest", F.max("rank").over(consumer_order))
-        .filter(F.col("rank") > F.col("furthest") + 1)
-        .select(
-            *TOPIC_PARTITION,
-            "subscription",
-            "consumer",
-            (F.col("furthest") + 1).alias("skip_from"),
-            (F.col("rank") - 1).alias("skip_to"),
+    if subscriptions is None:
+        skipped = _jumped_over(delivery, ranks, TOPIC_PARTITION)
+    else:
+        sub_key = ["run_id", "topic", "subscription"]
+        split = F.broadcast(subscriptions.filter(F.col("consumers") > 1).select(*sub_key))
+        alone = delivery.join(split, sub_key, how="left_anti")
+        together = delivery.join(split, sub_key, how="left_semi")
+        views = consumer_views(ranks, together)
+        skipped = _jumped_over(alone, ranks, TOPIC_PARTITION).unionByName(
+            _jumped_over(together, views, [*TOPIC_PARTITION, "subscription", "consumer"])
         )
-    )
-    in_jump = (
-        (F.col("r.run_id") == F.col("j.run_id"))
-        & (F.col("r.topic") == F.col("j.topic"))
-        & (F.col("r.partition") == F.col("j.partition"))
-        & F.col("r.rank").between(F.col("j.skip_from"), F.col("j.skip_to"))
-    )
-    skipped = (
-        ranks.alias("r")
-        .join(F.broadcast(jumps.alias("j")), in_jump, "inner")
-        .select(*[F.col(f"r.{c}") for c in MESSAGE_KEY], "j.subscription", "j.consumer")
-        .withColumn("kind", F.lit("poll_skip"))
-    )
+    skipped = skipped.withColumn("kind", F.lit("poll_skip"))
     blocks = seq_blocks(
         skipped.dropDuplicates([*MESSAGE_KEY, "subscription", "consumer"]),
         F.countDistinct("seq").alias("count"),
@@ -100,6 +90,64 @@ def detect_poll_skip(message_history: DataFrame, delivery: DataFrame) -> DataFra
         F.col("subscription"),
     )
     return to_anomalies(blocks.withColumn("explanation", explanation))
+
+
+def consumer_views(ranks: DataFrame, delivery: DataFrame) -> DataFrame:
+    """Per consumer of `delivery`: the stored MessageIds no other consumer of its subscription
+    received, ranked in storage order (ranks' columns plus subscription and consumer)."""
+    members = delivery.select(*TOPIC_PARTITION, "subscription", "consumer").distinct()
+    received = delivery.select(
+        *TOPIC_PARTITION, "subscription", F.col("consumer").alias("receiver"), *ID
+    ).distinct()
+    by_another = [
+        *[F.col(f"v.{c}").eqNullSafe(F.col(f"o.{c}")) for c in [*TOPIC_PARTITION, "subscription"]],
+        *[F.col(f"v.{c}").eqNullSafe(F.col(f"o.{c}")) for c in ID],
+        F.col("v.consumer") != F.col("o.receiver"),
+    ]
+    condition = by_another[0]
+    for part in by_another[1:]:
+        condition = condition & part
+    view = (
+        ranks.drop("rank")
+        .join(F.broadcast(members), TOPIC_PARTITION, how="inner")
+        .alias("v")
+        .join(received.alias("o"), condition, how="left_anti")
+    )
+    in_storage_order = (
+        W.partitionBy(*TOPIC_PARTITION, "subscription", "consumer")
+        .orderBy(*ID)
+        .rowsBetween(W.unboundedPreceding, W.currentRow)
+    )
+    return view.withColumn("rank", F.dense_rank().over(in_storage_order))
+
+
+def _jumped_over(delivery: DataFrame, ranks: DataFrame, keys: list[str]) -> DataFrame:
+    """(MESSAGE_KEY, subscription, consumer) per stored MessageId a consumer jumped over.
+
+    ranks: MESSAGE_KEY, ID and rank, ranked per `keys` (a partition, or a consumer's view)."""
+    consumer_order = (
+        W.partitionBy(*TOPIC_PARTITION, "consumer")
+        .orderBy("delivery_index")
+        .rowsBetween(W.unboundedPreceding, -1)
+    )
+    jumps = (
+        delivery.join(ranks.select(*keys, *ID, "rank"), [*keys, *ID], "inner")
+        .withColumn("furthest", F.max("rank").over(consumer_order))
+        .filter(F.col("rank") > F.col("furthest") + 1)
+        .select(
+            *dict.fromkeys([*keys, "subscription", "consumer"]),
+            (F.col("furthest") + 1).alias("skip_from"),
+            (F.col("rank") - 1).alias("skip_to"),
+        )
+    )
+    in_jump = F.col("r.rank").between(F.col("j.skip_from"), F.col("j.skip_to"))
+    for key in keys:
+        in_jump = in_jump & (F.col(f"r.{key}") == F.col(f"j.{key}"))
+    return (
+        ranks.alias("r")
+        .join(F.broadcast(jumps.alias("j")), in_jump, "inner")
+        .select(*[F.col(f"r.{c}") for c in MESSAGE_KEY], "j.subscription", "j.consumer")
+    )
 
 
 def detect_nonmonotonic_send(producer_events: DataFrame) -> DataFrame:

@@ -81,6 +81,22 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
         default=0.0,
         help="add a reader that stops after this fraction, without end (default off)",
     )
+    p.add_argument(
+        "--shared-crash",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="add a Shared subscription sub-shared (shared-a, shared-b); shared-b disconnects "
+        "after fraction F of the topic and its unacked messages go to shared-a (default off)",
+    )
+    p.add_argument(
+        "--failover-crash",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="add a Failover subscription sub-failover; its active consumer failover-a "
+        "disconnects after fraction F and the standby failover-b takes over (default off)",
+    )
 
 
 def scenario_from(values: dict[str, Any]):  # noqa: ANN201 - returns a Scenario
@@ -116,6 +132,8 @@ def scenario_from(values: dict[str, Any]):  # noqa: ANN201 - returns a Scenario
         auto_skip=bool(v.get("auto_skip", False)),
         redeliver_every=int(v.get("redeliver_every", 500)),
         callback_reorder_every=int(v.get("callback_reorder_every", 0)),
+        shared_crash=float(v.get("shared_crash", 0.0)),
+        failover_crash=float(v.get("failover_crash", 0.0)),
         t0_us=int(v.get("t0_us", 0)),
     )
 

@@ -13,6 +13,13 @@ killed bookies down first), each in storage order (ledger, entry):
 - `reader-skip` (when `auto_skip`): a Reader served by a broker with
   autoSkipNonRecoverableData=true, which skips the unreadable entries: it reads to the end
   (acked messages lost to it) and its MessageIds jump over the hole (a poll skip).
+- `sub-shared` (when `shared_crash` > 0): Shared, consumers shared-a and shared-b reading
+  together; shared-b disconnects after that fraction of the topic (dispatch.py).
+- `sub-failover` (when `failover_crash` > 0): Failover, active failover-a disconnects after that
+  fraction and the standby failover-b takes over (dispatch.py).
+
+The two-consumer subscriptions read like consumer-1 (after the killed bookies returned, when
+they return) and block where it blocks; each of their consumers has an `end` when they do not.
 """
 
 from __future__ import annotations
@@ -22,11 +29,15 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ingest.simulate import dispatch as D
 from ingest.simulate.backoff import mix_column
-from ingest.simulate.plan import Plan
+from ingest.simulate.plan import Plan, is_bookie_kill
 from ingest.simulate.scenario import Scenario
 
 REDELIVERY_LAG = 20  # a redelivery arrives this many messages after the first delivery
+# Every slot stays below the `end` event's index (trace.end_event), which leaves REDELIVERY_LAG
+# positions after the last stored copy: the two-consumer subscriptions' lags fit in them.
+assert D.REDISPATCH_LAG + D.UNACKED_WINDOW <= REDELIVERY_LAG
 READ_STEP_US = 5
 
 
@@ -38,6 +49,14 @@ class Consumer:
     redeliver: bool = False
     stop_fraction: float = 0.0  # 0: reads until blocked or the end
     skip_unreadable: bool = False  # autoSkipNonRecoverableData: skips unreadable entries
+    mode: str = "single"  # "shared" | "failover": `name` and `leaves` share the subscription
+    crash_fraction: float = 0.0  # shared / failover: `leaves` disconnects after this fraction
+    leaves: str = ""  # the consumer that disconnects (shared-b, failover-a)
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The trace's clients of this subscription: the one that leaves first."""
+        return (self.leaves, self.name) if self.leaves else (self.name,)
 
 
 def consumers(plan: Plan) -> list[Consumer]:
@@ -53,6 +72,28 @@ def consumers(plan: Plan) -> list[Consumer]:
     found.append(Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0))
     if s.early_stop > 0:
         found.append(Consumer("reader-early", "reader-early", after, stop_fraction=s.early_stop))
+    if s.shared_crash > 0:
+        found.append(
+            Consumer(
+                D.SHARED_STAYS,
+                D.SHARED_SUBSCRIPTION,
+                after,
+                mode="shared",
+                crash_fraction=s.shared_crash,
+                leaves=D.SHARED_LEAVES,
+            )
+        )
+    if s.failover_crash > 0:
+        found.append(
+            Consumer(
+                D.FAILOVER_TAKES_OVER,
+                D.FAILOVER_SUBSCRIPTION,
+                after,
+                mode="failover",
+                crash_fraction=s.failover_crash,
+                leaves=D.FAILOVER_LEAVES,
+            )
+        )
     return found
 
 
@@ -63,7 +104,7 @@ def with_bookies_return(plan: Plan) -> Plan:
         return plan
     first_up = next(n for n, c in enumerate(consumers(plan)) if not c.bookies_down)
     for fault in plan.faults:
-        if fault["action"] == "kill-bookie":
+        if is_bookie_kill(fault["action"]):
             fault["end_us"] = read_start_us(plan, first_up) - 500_000
     return plan
 
@@ -105,7 +146,9 @@ def stored_copies(messages: DataFrame) -> DataFrame:
 
 
 def block_positions(copies: DataFrame, plan: Plan, found: list[Consumer]) -> DataFrame:
-    """(stream, stored, stop_<n> per consumer n): where each consumer stops; one row per stream."""
+    """(stream, stored, stop_<n>, crash_<n> per consumer n): where each consumer stops and
+    where the one that leaves a two-consumer subscription disconnects (never after the stop);
+    one row per stream."""
     fields = F.struct(*[F.col(c) for c in copies.columns])
     firsts = [
         F.min(F.when(is_unreadable(plan, c.bookies_down, fields), F.col("pos"))).alias(f"bad_{n}")
@@ -120,17 +163,25 @@ def block_positions(copies: DataFrame, plan: Plan, found: list[Consumer]) -> Dat
         if c.stop_fraction:
             stop = F.least(stop, F.floor(F.col("stored") * F.lit(c.stop_fraction)))
         stops.append(stop.cast("long").alias(f"stop_{n}"))
+        crash = F.least(stop, F.floor(F.col("stored") * F.lit(c.crash_fraction)))
+        stops.append((crash if c.crash_fraction else stop).cast("long").alias(f"crash_{n}"))
     return stored.select("stream", "stored", *stops)
 
 
 def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFrame) -> DataFrame:
-    """stream, seq, ledger_id, entry_id, slot (the consumer's order), redelivery_count.
+    """stream, seq, ledger_id, entry_id, consumer, slot (the consumer's order),
+    redelivery_count.
 
-    stops: (stream, stop_pos) — the consumer receives the copies before stop_pos."""
+    stops: (stream, stop_pos, crash_pos) — the subscription receives the copies before
+    stop_pos; in a two-consumer one, `consumer.leaves` disconnects at crash_pos."""
     s = plan.scenario
     got = copies.join(F.broadcast(stops), ["stream"], how="inner").filter(
         F.col("pos") < F.col("stop_pos")
     )
+    if consumer.mode == "shared":
+        return D.shared_deliveries(got, consumer.name, consumer.leaves)
+    if consumer.mode == "failover":
+        return D.failover_deliveries(got, consumer.name, consumer.leaves)
     if consumer.skip_unreadable:
         fields = F.struct(*[F.col(c) for c in copies.columns])
         got = got.filter(~is_unreadable(plan, consumer.bookies_down, fields))
@@ -139,6 +190,7 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
         "seq",
         "ledger_id",
         "entry_id",
+        F.lit(consumer.name).alias("consumer"),
         (F.col("pos") * 2).alias("slot"),
         F.lit(0).alias("redelivery_count"),
     )
@@ -150,6 +202,7 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
         "seq",
         "ledger_id",
         "entry_id",
+        F.lit(consumer.name).alias("consumer"),
         ((F.col("pos") + REDELIVERY_LAG) * 2 + 1).alias("slot"),
         F.lit(1).alias("redelivery_count"),
     )
@@ -161,12 +214,14 @@ def span_bound_us(s: Scenario) -> tuple[int, int]:
 
     From the scenario alone (no plan), so a sweep can place runs before simulating them: the
     reconnect is bounded by twice the latest availability (the metadata session, for a killed
-    owner) plus a minute, and the reads follow read_start_us with at most four consumers."""
+    owner) plus a minute, and the reads follow read_start_us with at most four one-consumer
+    subscriptions plus the shared and failover ones when the scenario has them."""
     before = 2 * s.session_timeout_us + 71_000_000  # config line, ZooKeeper snapshot, startup
     reconnect = s.messages * s.interval_us + 2 * s.session_timeout_us + 60_000_000
     writes_end = reconnect + 2 * s.messages * s.interval_us + 2 * s.send_timeout_us + 60_000_000
     slots = (2 * (s.messages * 2 + REDELIVERY_LAG) + 4) * s.streams
-    return before, writes_end + 4 * (slots * READ_STEP_US + 1_000_000)
+    readings = 4 + (s.shared_crash > 0) + (s.failover_crash > 0)
+    return before, writes_end + readings * (slots * READ_STEP_US + 1_000_000)
 
 
 def read_start_us(plan: Plan, consumer_index: int) -> int:

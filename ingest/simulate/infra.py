@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ingest.simulate.plan import Plan, send_time
+from ingest.simulate.plan import BUNDLE_RANGE, NAMESPACE, Plan, send_time
 from ingest.simulate.scenario import Scenario
 
-BUNDLE = "public/default/0x00000000_0x40000000"  # the first of the namespace's 4 bundles
+BUNDLE = f"{NAMESPACE}/{BUNDLE_RANGE}"  # the first of the namespace's 4 bundles
 BOUNDARIES = ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"]
-ZOOKEEPER = "zk-0:2181"
+ZOOKEEPER = "zk-0:2181"  # a capture's ensemble before write_infra names it for its run
 CLUSTER = "audit"  # the cluster name, as the local multi-process cluster's (pulsar/multi.py)
 LOGGERS = {
     "OwnershipCache": "org.apache.pulsar.broker.namespace.OwnershipCache",
@@ -100,6 +100,14 @@ def managed_ledger(plan: Plan, stream: int) -> str:
 def topic_name(plan: Plan, stream: int) -> str:
     s = plan.scenario
     return s.topic + (f"-partition-{stream}" if s.partitions else "")
+
+
+def zookeeper_of(run_id: str) -> str:
+    """The ZooKeeper ensemble a run's capture names: each simulated run is its own cluster
+    (its own bookies, brokers and E/Qw/Qa), so a sweep's captures must not read as one
+    ensemble's history (`risk score` takes the newest capture per ensemble; zk_events follows
+    a znode per ensemble and path)."""
+    return f"zk-0.{run_id}:2181"
 
 
 def zk_row(
@@ -228,7 +236,8 @@ def write_infra(
     zk_file = out / "cluster.zk.jsonl"
     capture = f"simulated-{plan.scenario.run_id}"  # one capture per run, as the harness makes
     rows = sorted(zk, key=lambda r: r["ts"])
-    zk_file.write_text("".join(json.dumps({**r, "capture_id": capture}) + "\n" for r in rows))
+    named = {"capture_id": capture, "zookeeper": zookeeper_of(plan.scenario.run_id)}
+    zk_file.write_text("".join(json.dumps({**r, **named}) + "\n" for r in rows))
     counts[zk_file.name] = len(zk)
     return counts
 

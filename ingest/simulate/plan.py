@@ -33,6 +33,23 @@ BURST_STEP_US = 1  # the new owner acks resent messages back to back
 # healed, like the harness's network faults (chaos.DEFAULT_HOLD_S, 20 s, over 10 s sessions).
 HEAL_AFTER_EXPIRY_US = 5_000_000
 LEDGER_BASE = 10  # ledger ids below are the namespace's own (cursors, schemas)
+NAMESPACE = "public/default"
+BUNDLE_RANGE = "0x00000000_0x40000000"  # the topic's bundle: the first of the namespace's 4
+# Chaos actions that kill bookies, as the harness records them (kill-bookies with ':N').
+BOOKIE_KILLS = ("kill-bookie", "kill-bookies", "kill-qw-bookies")
+
+
+def is_bookie_kill(action: str) -> bool:
+    """Whether a recorded chaos action ('kill-bookies:2', 'kill-qw-bookies') kills bookies."""
+    return action.partition(":")[0] in BOOKIE_KILLS
+
+
+def bookie_action(s: Scenario) -> str:
+    """The action the harness (ingest/pulsar/chaos.py) records for a bookie scenario: its
+    ChaosSpec label, 'kill-bookies:N' with its count."""
+    if s.name == "isolate-bookie":
+        return "isolate-bookie-from-zk"
+    return f"kill-bookies:{s.kill_count}" if s.name == "kill-bookies" else s.name
 
 
 @dataclass
@@ -184,10 +201,13 @@ def build_plan(s: Scenario) -> Plan:
         streams = [_stream_plan(s, k, t_fault, waited + connect) for k in range(s.streams)]
         action = {"isolate-broker": "isolate-broker-from-zk"}.get(s.name, s.name)
         started = t_fault - s.session_timeout_us if s.name == "isolate-broker" else t_fault
+        moves_bundle = s.name in ("unload", "transfer")
         faults.append(
             {
                 "action": action,
-                "target": first_owner,
+                # the harness names the bundle it unloads or transfers, else the broker it hits
+                "target": f"{NAMESPACE}/{BUNDLE_RANGE}" if moves_bundle else first_owner,
+                "broker": first_owner,  # the bundle's owner when the fault hits
                 "ts_us": started,
                 "effect_us": t_fault,
                 "new_owner": new_owner,
@@ -238,9 +258,7 @@ def _bookie_layout(
             target = killed or [rng.choice(ensemble)]
             faults.append(
                 {
-                    "action": {"isolate-bookie": "isolate-bookie-from-zk"}.get(
-                        s.name, "kill-bookie"
-                    ),
+                    "action": bookie_action(s),
                     "target": ",".join(target),
                     "ts_us": t_fault,
                     "effect_us": t_fault,

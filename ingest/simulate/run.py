@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingest.simulate import consumers as C
+from ingest.simulate import dispatch as D
 from ingest.simulate import truth as T
 from ingest.simulate.infra import write_infra
 from ingest.simulate.messages import build_messages
@@ -50,8 +51,12 @@ DUPLICATE_EVENTS = [
 ]
 
 
-def cause_of(plan: Plan, kind: str, consumer: C.Consumer | None) -> dict[str, Any]:
-    """The true cause of an anomaly kind in this run (the protocol step that made it)."""
+def cause_of(
+    plan: Plan, kind: str, consumer: C.Consumer | None, redispatched: bool = False
+) -> dict[str, Any]:
+    """The true cause of an anomaly kind in this run (the protocol step that made it).
+
+    redispatched: the block holds messages a consumer's disconnect sent to another one."""
     s = plan.scenario
     fault = plan.faults[0] if plan.faults else {}
     what = f"{fault.get('action')} of {fault.get('target')}"
@@ -74,6 +79,8 @@ def cause_of(plan: Plan, kind: str, consumer: C.Consumer | None) -> dict[str, An
     }
     if consumer is not None and consumer.stop_fraction and kind == "unseen":
         texts["unseen"] = f"{name} stopped after {consumer.stop_fraction:.0%} of the topic, no end"
+    if consumer is not None and consumer.leaves:
+        texts.update(D.two_consumer_causes(consumer, what, redispatched))
     events = DUPLICATE_EVENTS if kind in ("duplicated", "unacked_received") else []
     return {
         "kind": kind,
@@ -109,9 +116,11 @@ def simulate_run(
     stop_rows = [r.asDict() for r in C.block_positions(copies, plan, found).collect()]
     lines, small = producer_lines(messages, plan), run_events(plan)
     labels, received, info = None, None, []
+    redispatched: dict[str, set[tuple[int, int]]] = {}
     for n, consumer in enumerate(found):
         stops = spark.createDataFrame(
-            [(r["stream"], r[f"stop_{n}"]) for r in stop_rows], "stream long, stop_pos long"
+            [(r["stream"], r[f"stop_{n}"], r[f"crash_{n}"]) for r in stop_rows],
+            "stream long, stop_pos long, crash_pos long",
         )
         ended = consumer.stop_fraction == 0 and all(
             r[f"stop_{n}"] >= r["stored"] for r in stop_rows
@@ -119,8 +128,11 @@ def simulate_run(
         delivered = C.deliveries(copies, plan, consumer, stops)
         lines = lines.unionByName(consumer_lines(delivered, plan, consumer, n))
         if ended:
-            small.append(end_event(plan, consumer, n))
+            small.extend(end_event(plan, consumer, n, client) for client in consumer.members)
         these = T.labels(messages, delivered, consumer.subscription, ended)
+        if consumer.mode != "single":  # one consumer in storage order never goes back
+            these = these.unionByName(T.out_of_order(delivered, consumer.subscription))
+            redispatched[consumer.subscription] = T.redispatched(delivered, consumer.name)
         if consumer.skip_unreadable:
             hole = C.is_unreadable(
                 plan, consumer.bookies_down, F.struct(*[F.col(c) for c in copies.columns])
@@ -130,13 +142,16 @@ def simulate_run(
         labels = these if labels is None else labels.unionByName(these)
         received = got if received is None else received.unionByName(got)
         stopped = {r["stream"]: r[f"stop_{n}"] for r in stop_rows}
+        left_at = {r["stream"]: r[f"crash_{n}"] for r in stop_rows}  # storage positions
         info.append(
             {
                 "name": consumer.name,
                 "subscription": consumer.subscription,
+                "clients": list(consumer.members),
                 "bookies_down": list(consumer.bookies_down),
                 "ended": ended,
                 "stopped_at": stopped,
+                **({"left": consumer.leaves, "left_at": left_at} if consumer.leaves else {}),
                 "visible": ended or any(stopped.values()),
             }
         )
@@ -157,7 +172,7 @@ def simulate_run(
         "faults": plan.faults,
         "plan": plan.as_dict(),
         "consumers": info,
-        "anomalies": _anomalies(plan, T.blocks(labels), found, info),
+        "anomalies": _anomalies(plan, T.blocks(labels), found, info, redispatched),
         "outages": _outages(plan, T.outages(messages, plan, threshold_ms, ladder)),
         "outage_threshold_ms": threshold_ms,
         "backoff_ladder_ms": ladder,
@@ -173,19 +188,32 @@ def simulate_run(
 
 
 def _anomalies(
-    plan: Plan, found: list[dict], consumers: list[C.Consumer], info: list[dict]
+    plan: Plan,
+    found: list[dict],
+    consumers: list[C.Consumer],
+    info: list[dict],
+    redispatched: dict[str, set[tuple[int, int]]],
 ) -> list[dict[str, Any]]:
-    """Blocks with partition, producer and true cause; none for a consumer the trace cannot show."""
+    """Blocks with partition, producer and true cause; none for a consumer the trace cannot show.
+
+    redispatched: per two-consumer subscription, the (stream, seq) a disconnect sent again."""
     partitioned = bool(plan.scenario.partitions)
     by_subscription = {c.subscription: c for c in consumers}
     visible = {c["subscription"] for c in info if c["visible"]}
     found = [b for b in found if b["subscription"] in visible or b["subscription"] is None]
     for block in found:
         stream = block.pop("stream")
+        moved = redispatched.get(block["subscription"], set())
+        low, high = block["seq_from"], block["seq_to"]
         block.update(
             partition=stream if partitioned else -1,
             producer=producer_name(stream, partitioned),
-            cause=cause_of(plan, block["kind"], by_subscription.get(block["subscription"])),
+            cause=cause_of(
+                plan,
+                block["kind"],
+                by_subscription.get(block["subscription"]),
+                any(st == stream and low <= seq <= high for st, seq in moved),
+            ),
         )
     return found
 

@@ -70,6 +70,8 @@ class Scenario:
     early_stop: float = 0.0  # >0: a reader that stops after this fraction, without `end`
     auto_skip: bool = False  # add a reader on a broker with autoSkipNonRecoverableData=true
     callback_reorder_every: int = 0  # >0: the harness records 1 ack pair in N out of order
+    shared_crash: float = 0.0  # >0: sub-shared, whose shared-b leaves after this fraction
+    failover_crash: float = 0.0  # >0: sub-failover, whose active consumer leaves after it
     topic: str = "persistent://public/default/sim"
     t0_us: int = 0  # the first send; 0: 10:00 UTC of day start_day(seed, run_id) from T0_US
     extra: dict[str, Any] = field(default_factory=dict)
@@ -144,6 +146,9 @@ def validate(s: Scenario) -> Scenario:
         raise UsageError("in_flight × interval_us must be below the send timeout")
     if s.callback_reorder_every == 1 or s.callback_reorder_every < 0:
         raise UsageError("callback_reorder_every must be 0 (off) or >= 2")
+    for name, fraction in (("shared_crash", s.shared_crash), ("failover_crash", s.failover_crash)):
+        if not 0 <= fraction < 1:
+            raise UsageError(f"{name} must be 0 (off) or in (0, 1), got {fraction}")
     if not 0 < s.fault_at < 1:
         raise UsageError(f"fault_at must be in (0, 1), got {s.fault_at}")
     return s

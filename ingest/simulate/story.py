@@ -15,7 +15,7 @@ from ingest.simulate.infra import (
     topic_name,
     zk_row,
 )
-from ingest.simulate.plan import Plan, send_time
+from ingest.simulate.plan import Plan, is_bookie_kill, send_time
 from ingest.simulate.trace import producer_name
 
 MS = 1000
@@ -74,7 +74,8 @@ def tell(plan: Plan) -> Story:
     _own(story, owner, s.t0_us - 10_000 * MS, first=True)
     _ledgers(story)
     for fault in plan.faults:
-        _FAULTS.get(fault["action"], lambda *_: None)(story, fault)
+        kind = "kill-bookie" if is_bookie_kill(fault["action"]) else fault["action"]
+        _FAULTS.get(kind, lambda *_: None)(story, fault)
         if fault.get("end_us") is not None:
             _fault_end(story, fault)
     return story
@@ -247,7 +248,7 @@ def _owner_change(story: Story, fault: dict[str, Any], recovered: bool) -> None:
 
 
 def _unload(story: Story, fault: dict[str, Any]) -> None:
-    old, t = fault["target"], fault["effect_us"]
+    old, t = fault["broker"], fault["effect_us"]
     took = story.plan.owners[-1]["from_us"] - t
     story.broker(t - 8 * MS, old, "NamespacesBase", f"[null] Unloading namespace bundle {BUNDLE}")
     story.broker(t - 1 * MS, old, "OwnedBundle", f"Disabling ownership: {BUNDLE}")
@@ -272,7 +273,7 @@ def _unload(story: Story, fault: dict[str, Any]) -> None:
 
 
 def _transfer(story: Story, fault: dict[str, Any]) -> None:
-    old, t = fault["target"], fault["effect_us"]
+    old, t = fault["broker"], fault["effect_us"]
     took = story.plan.owners[-1]["from_us"] - t
     story.broker(
         t + took,
@@ -287,7 +288,7 @@ def _transfer(story: Story, fault: dict[str, Any]) -> None:
 
 def _broker_gone(story: Story, fault: dict[str, Any], isolated: bool) -> None:
     s = story.plan.scenario
-    old, t = fault["target"], fault["effect_us"]
+    old, t = fault["broker"], fault["effect_us"]
     expired = t if isolated else t + s.session_timeout_us
     if isolated:
         story.broker(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ingest.simulate.infra import _bookie, ledger_path, under_replicated_path, zk_row
+from ingest.simulate.plan import is_bookie_kill
 
 if TYPE_CHECKING:
     from ingest.simulate.story import Story
@@ -35,7 +36,7 @@ def bookie_fault(story: Story, fault: dict[str, Any]) -> None:
             f"Bookie {_bookie(bookie)} deleted. path: /ledgers/available/{_bookie(bookie)}",
         )
         story.zk.append(zk_row(expired, f"/ledgers/available/{_bookie(bookie)}", "delete"))
-    if fault["action"] != "kill-bookie":
+    if not is_bookie_kill(fault["action"]):
         return
     split = [f for f in plan.fragments if f.first_entry > 0]
     for fragment in split:

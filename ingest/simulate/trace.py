@@ -64,13 +64,13 @@ def producer_lines(messages: DataFrame, plan: Plan) -> DataFrame:
 
 
 def consumer_lines(delivered: DataFrame, plan: Plan, consumer: Consumer, index: int) -> DataFrame:
-    """One `receive` line per delivery, in the consumer's order (slot)."""
+    """One `receive` line per delivery, in its consumer's order (slot); `consumer` names it."""
     s = plan.scenario
     event_index = F.col("slot") * s.streams + F.col("stream")
     start = read_start_us(plan, index)
     receive = F.struct(
         *_common(plan, "consumer"),
-        F.lit(consumer.name).alias("client"),
+        F.col("consumer").alias("client"),
         F.lit("receive").alias("event"),
         _ts(F.lit(start) + event_index * READ_STEP_US).alias("ts"),
         F.col("seq").alias("seq"),
@@ -85,14 +85,15 @@ def consumer_lines(delivered: DataFrame, plan: Plan, consumer: Consumer, index: 
     return delivered.select(F.to_json(receive).alias("value"))
 
 
-def end_event(plan: Plan, consumer: Consumer, index: int) -> dict[str, Any]:
+def end_event(plan: Plan, consumer: Consumer, index: int, client: str = "") -> dict[str, Any]:
+    """The `end` of one client of `consumer`'s subscription (default: consumer.name)."""
     s = plan.scenario
     event_index = (2 * (2 * s.messages + REDELIVERY_LAG) + 2) * s.streams
     return {
         "run_id": s.run_id,
         "topic": s.topic,
         "role": "consumer",
-        "client": consumer.name,
+        "client": client or consumer.name,
         "event": "end",
         "subscription": consumer.subscription,
         "ts": (read_start_us(plan, index) + event_index * READ_STEP_US) / 1000,
@@ -129,8 +130,14 @@ def run_events(plan: Plan) -> list[dict[str, Any]]:
 
 
 def _start_details(fault: dict[str, Any]) -> dict[str, Any]:
-    """What the harness adds to a fault's start (ingest/pulsar/chaos.py): a network fault's
-    peers and how long it is held."""
+    """What the harness adds to a fault's start (ingest/pulsar/chaos.py): the bundle unloaded
+    (and, transferred, from and to which broker); a network fault's peers and how long it is
+    held."""
+    if fault["action"] in ("unload", "transfer"):
+        bundle = {"bundle": fault["target"].rpartition("/")[2]}
+        if fault["action"] == "transfer":
+            bundle.update({"from": fault["broker"], "to": fault["new_owner"]})
+        return bundle
     if not fault["action"].endswith("-from-zk"):
         return {}
     held = fault["end_us"] - fault["ts_us"]

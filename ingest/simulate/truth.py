@@ -51,6 +51,36 @@ def labels(messages: DataFrame, delivered: DataFrame, subscription: str, ended: 
     )
 
 
+def out_of_order(delivered: DataFrame, subscription: str) -> DataFrame:
+    """(stream, seq, kind, subscription) for each first receipt by a consumer of a seq lower
+    than the one that consumer got just before (a repeat is a redelivery, not a reordering)."""
+    in_order = W.partitionBy("stream", "consumer").orderBy("slot").rowsBetween(-1, -1)
+    same_seq = W.partitionBy("stream", "consumer", "seq").rowsBetween(
+        W.unboundedPreceding, W.unboundedFollowing
+    )
+    walked = delivered.select(
+        "stream",
+        "seq",
+        "slot",
+        F.lag("seq").over(in_order).alias("previous_seq"),
+        F.min("slot").over(same_seq).alias("first_slot"),
+    )
+    is_first_receipt = F.col("slot") == F.col("first_slot")
+    return walked.filter((F.col("seq") < F.col("previous_seq")) & is_first_receipt).select(
+        "stream",
+        "seq",
+        F.lit("out_of_order").alias("kind"),
+        F.lit(subscription).alias("subscription"),
+    )
+
+
+def redispatched(delivered: DataFrame, consumer: str) -> set[tuple[int, int]]:
+    """(stream, seq) delivered again to `consumer` after the other one left: a receiver
+    queue's worth per stream (dispatch.UNACKED_WINDOW), small enough to collect."""
+    again = delivered.filter((F.col("consumer") == consumer) & (F.col("redelivery_count") > 0))
+    return {(r.stream, r.seq) for r in again.select("stream", "seq").collect()}
+
+
 def nonmonotonic_sends(messages: DataFrame) -> DataFrame:
     """The harness recorded the next message's ack first: this ack's MessageId is then lower
     than one the producer already saw (a producer-side kind: no subscription)."""
@@ -98,14 +128,16 @@ def received(delivered: DataFrame, subscription: str) -> DataFrame:
 
 
 def blocks(labels: DataFrame) -> list[dict[str, Any]]:
-    """Contiguous seq ranges per (subscription, stream, kind), collected (small)."""
+    """Contiguous seq ranges per (subscription, stream, kind), collected (small).
+
+    dense_rank, as the product's blocks: two consumers' labels on one seq stay one block."""
     order = (
         W.partitionBy("subscription", "stream", "kind")
         .orderBy("seq")
         .rowsBetween(W.unboundedPreceding, W.currentRow)
     )
     grouped = (
-        labels.withColumn("block", F.col("seq") - F.row_number().over(order))
+        labels.withColumn("block", F.col("seq") - F.dense_rank().over(order))
         .groupBy("subscription", "stream", "kind", "block")
         .agg(
             F.min("seq").alias("seq_from"),

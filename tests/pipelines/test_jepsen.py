@@ -43,6 +43,28 @@ def test_a_redelivery_going_back_is_not_a_skip(spark):
     assert anomalies(gold, "poll_skip") == []
 
 
+def test_a_shared_subscription_splitting_the_entries_is_not_a_skip_a_hole_still_is(spark):
+    """c1 and c2 share s1: each jumps over what the other got (no skip); after c2 left, c1
+    jumps over 5–6, which nobody got (a skip). c3 alone in s3 jumps over 2 (a skip)."""
+    shared = [
+        receive(1, 10),
+        receive(2, 11, consumer="c2"),
+        receive(3, 12),
+        receive(4, 13, consumer="c2"),
+        receive(4, 14, redelivery_count=1),  # c2 left: its unacked one goes to c1
+        receive(7, 15),
+        end(20),
+        end(20, consumer="c2"),
+    ]
+    alone = [receive(s, 10 + s, consumer="c3", subscription="s3") for s in (1, 3, 4, 5, 6, 7)]
+    alone.append(end(20, consumer="c3", subscription="s3"))
+    _, gold = build(spark, [*_sent_and_acked(*range(1, 8)), *shared, *alone])
+    assert anomalies(gold, "poll_skip") == [
+        ("s1", -1, "p1", "poll_skip", 5, 6, 2),
+        ("s3", -1, "p1", "poll_skip", 2, 2, 1),
+    ]
+
+
 def test_acks_going_backwards_are_a_nonmonotonic_send(spark):
     events = [send(1, 1), send(2, 2), send(3, 3), ack(2, 4), ack(1, 5), ack(3, 6)]
     reads = [receive(s, 10 + s) for s in (1, 2, 3)]

@@ -23,7 +23,14 @@ SUITE = {
     "unload": {"scenario": "unload", "seed": 3},
     "transfer": {"scenario": "transfer"},
     "kill-broker": {"scenario": "kill-broker", "ack_return_us": 1500},
-    "isolate-broker": {"scenario": "isolate-broker", "ack_return_us": 1500},
+    # with a Shared and a Failover subscription whose consumers leave inside / before the
+    # duplicated block, so a rewritten copy can reach a consumer that never got the first
+    "isolate-broker": {
+        "scenario": "isolate-broker",
+        "ack_return_us": 1500,
+        "shared_crash": 0.8,
+        "failover_crash": 0.45,
+    },
     "isolate-broker-dedup": {"scenario": "isolate-broker", "ack_return_us": 1500, "dedup": True},
     "kill-bookie": {"scenario": "kill-bookie", "config": "2-2-1"},
     "isolate-bookie": {"scenario": "isolate-bookie"},
@@ -87,5 +94,11 @@ def test_the_suite_covers_the_protocol_paths(simulated):
     assert total("control", "nonmonotonic_send", None) > 0
     lost = [(t, r["subscription"]) for t, x in truths.items() for r in x["runs"] if r["lost"]]
     assert lost == [("kill-qw-bookies", "reader-skip")]
+    shared = {r["subscription"]: r for r in truths["isolate-broker"]["runs"]}
+    assert shared["sub-shared"]["out_of_order"] >= 10  # each of shared-b's unacked ones
+    assert shared["sub-shared"]["redelivered"] == 10  # to shared-a, under the same MessageIds
+    assert shared["sub-shared"]["poll_skip"] == 0  # splitting the entries is no skip
+    assert shared["sub-failover"]["redelivered"] == 10
+    assert shared["sub-failover"]["received"] == shared["sub-1"]["received"]
     recovery = truths["kill-bookie"]["plan"]["autorecovery"]
     assert recovery and not any(r["re_replicable"] for r in recovery)  # Qa = 1 after a loss

@@ -113,7 +113,7 @@ def test_the_capture_holds_the_namespace_policies_risk_score_reads(lakehouse, tm
     settings = [r.asDict() for r in cluster_settings(lakehouse.read("zk_changes")).collect()]
     assert settings == [
         {
-            "cluster": "zk-0:2181",
+            "cluster": "zk-0.pol:2181",
             "namespace": "public/default",
             "ensemble_size": 3,
             "write_quorum": 2,
@@ -188,3 +188,49 @@ def test_risk_features_read_the_simulated_fault_ends(spark):
     assert faults["iso"].fault_duration_s == 35.0
     assert not faults["iso"].bookies_restarted
     assert faults["qw"].bookies_restarted and faults["qw"].fault_duration_s > 60
+    assert (faults["qw"].fault_kind, faults["qw"].fault_bookies) == ("kill-bookie", 2)
+
+
+def test_chaos_events_name_what_the_harness_names():
+    """ingest/pulsar/chaos.py: unload and transfer name the bundle (transfer its brokers too);
+    bookie kills are recorded under their ChaosSpec label."""
+
+    def start(values: dict) -> dict:  # noqa: ANN001
+        plan = build_plan(scenario_from({"run_id": "h", "bookies": 5, **values}))
+        return next(e for e in run_events(plan) if e["event"] == "chaos")
+
+    unload = start({"scenario": "unload"})
+    assert (unload["target"], unload["bundle"]) == (
+        "public/default/0x00000000_0x40000000",
+        "0x00000000_0x40000000",
+    )
+    plan = build_plan(scenario_from({"run_id": "h", "scenario": "transfer"}))
+    transfer = start({"scenario": "transfer"})
+    assert transfer["target"] == unload["target"]
+    assert (transfer["from"], transfer["to"]) == (
+        plan.owners[0]["broker"],
+        plan.owners[1]["broker"],
+    )
+    killed = build_plan(scenario_from({"run_id": "h", "scenario": "kill-broker"}))
+    assert start({"scenario": "kill-broker"})["target"] == killed.owners[0]["broker"]
+    actions = [
+        start({"scenario": name, "config": config})["action"]
+        for name, config in (
+            ("kill-bookie", "2-2-1"),
+            ("kill-bookies:2", "3-3-1"),
+            ("kill-qw-bookies", "2-2-1"),
+        )
+    ]
+    assert actions == ["kill-bookie", "kill-bookies:2", "kill-qw-bookies"]
+
+
+def test_each_runs_capture_names_a_zookeeper_of_its_own(tmp_path: Path):
+    """`risk score` keeps the newest capture per ensemble: a sweep's runs are clusters of
+    their own, so each capture names its own ensemble."""
+    names = set()
+    for run in ("r1", "r2"):
+        plan = build_plan(Scenario("control", run))
+        write_infra(plan, tell(plan).lines, tell(plan).zk, tmp_path / run)
+        rows = (tmp_path / run / "cluster.zk.jsonl").read_text().splitlines()
+        names |= {json.loads(row)["zookeeper"] for row in rows}
+    assert names == {"zk-0.r1:2181", "zk-0.r2:2181"}
