@@ -12,8 +12,10 @@ checkers compare what each computes from the trace alone. Each run's truth.json 
   the failover are stored a second time (duplicates: deduplication is off). consumer-1 fails
   to ack 1 message in 500 (redelivered), reader-early stops before the end without `end`
   (unseen), a Shared subscription loses one of its two consumers mid-topic (its unacked
-  messages reach the other after higher seqs: out of order), and the harness records 1 ack
-  pair in 10,000 out of order (non-monotonic acks).
+  messages reach the other after higher seqs: out of order, and redelivered), the active
+  consumer of a Failover subscription disconnects (its unacked tail redelivered, in order, to
+  the standby), and the harness records 1 ack pair in 10,000 out of order (non-monotonic
+  acks).
 - PREFIX-crash, 20 %: `kill-broker` on a non-partitioned topic (one producer): the topic's
   owner dies with acks on their way back (entry persisted → ack seen: 1.5 ms); the pending
   sends time out after 30 s (nacked, a 30 s outage), and one of them was stored before the
@@ -53,6 +55,7 @@ RUNS = (
             "scenario": "isolate-broker",
             "early_stop": 0.995,
             "shared_crash": 0.5,
+            "failover_crash": 0.3,
             "callback_reorder_every": 10_000,
         },
     ),

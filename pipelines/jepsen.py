@@ -55,17 +55,27 @@ def detect_poll_skip(
     """Stored messages a consumer jumped over: after its furthest delivery so far it got one
     further than the next stored MessageId. count = skipped messages, blocks by seq.
 
-    subscriptions: (run_id, topic, subscription, consumers), from `pipelines.silver`; in one
-    with several consumers each consumer's stored MessageIds leave out those another consumer
-    of the subscription received (a Shared subscription splits the entries between them)."""
+    subscriptions: (run_id, topic, subscription, consumers), from `pipelines.silver`; on a
+    partition that several consumers of one subscription read, each consumer's stored
+    MessageIds leave out those another consumer of the subscription received (a Shared
+    subscription splits the entries between them). Consumers that read disjoint partitions
+    (a Failover or Exclusive subscription per partition) keep the plain, cheaper check."""
     ranks = ranked_ids(message_history)
     if subscriptions is None:
         skipped = _jumped_over(delivery, ranks, TOPIC_PARTITION)
     else:
         sub_key = ["run_id", "topic", "subscription"]
-        split = F.broadcast(subscriptions.filter(F.col("consumers") > 1).select(*sub_key))
-        alone = delivery.join(split, sub_key, how="left_anti")
-        together = delivery.join(split, sub_key, how="left_semi")
+        part_key = [*TOPIC_PARTITION, "subscription"]
+        several = F.broadcast(subscriptions.filter(F.col("consumers") > 1).select(*sub_key))
+        split = F.broadcast(
+            delivery.join(several, sub_key, how="left_semi")
+            .groupBy(*part_key)
+            .agg(F.countDistinct("consumer").alias("readers"))
+            .filter(F.col("readers") > 1)
+            .select(*part_key)
+        )
+        alone = delivery.join(split, part_key, how="left_anti")
+        together = delivery.join(split, part_key, how="left_semi")
         views = consumer_views(ranks, together)
         skipped = _jumped_over(alone, ranks, TOPIC_PARTITION).unionByName(
             _jumped_over(together, views, [*TOPIC_PARTITION, "subscription", "consumer"])

@@ -65,6 +65,22 @@ def test_a_shared_subscription_splitting_the_entries_is_not_a_skip_a_hole_still_
     ]
 
 
+def test_consumers_of_one_subscription_on_different_partitions_are_checked_each_alone(spark):
+    """c1 reads partition 0, c2 partition 1, both in s1 (a Failover subscription per
+    partition): c2 jumping over seq 2 of partition 1 is a skip, c1's clean read is not."""
+    events = []
+    for partition, consumer in ((0, "c1"), (1, "c2")):
+        on = {"partition": partition}
+        ledger = 10 + partition
+        for s in (1, 2, 3):
+            events += [send(s, s, **on), ack(s, s + 0.5, ledger=ledger, **on)]
+        got = (1, 2, 3) if partition == 0 else (1, 3)
+        events += [receive(s, 10 + s, ledger=ledger, consumer=consumer, **on) for s in got]
+        events.append(end(20, consumer=consumer, **on))
+    _, gold = build(spark, events)
+    assert anomalies(gold, "poll_skip") == [("s1", 1, "p1", "poll_skip", 2, 2, 1)]
+
+
 def test_acks_going_backwards_are_a_nonmonotonic_send(spark):
     events = [send(1, 1), send(2, 2), send(3, 3), ack(2, 4), ack(1, 5), ack(3, 6)]
     reads = [receive(s, 10 + s) for s in (1, 2, 3)]
