@@ -72,28 +72,18 @@ def consumers(plan: Plan) -> list[Consumer]:
     found.append(Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0))
     if s.early_stop > 0:
         found.append(Consumer("reader-early", "reader-early", after, stop_fraction=s.early_stop))
-    if s.shared_crash > 0:
-        found.append(
-            Consumer(
-                D.SHARED_STAYS,
-                D.SHARED_SUBSCRIPTION,
-                after,
-                mode="shared",
-                crash_fraction=s.shared_crash,
-                leaves=D.SHARED_LEAVES,
+    two_consumer_subscriptions = (
+        ("shared", s.shared_crash, D.SHARED_STAYS, D.SHARED_SUBSCRIPTION, D.SHARED_LEAVES),
+        ("failover", s.failover_crash, D.FAILOVER_TAKES_OVER, D.FAILOVER_SUBSCRIPTION,
+         D.FAILOVER_LEAVES),
+    )  # fmt: skip
+    for mode, fraction, stays, subscription, leaves in two_consumer_subscriptions:
+        if fraction > 0:
+            found.append(
+                Consumer(
+                    stays, subscription, after, mode=mode, crash_fraction=fraction, leaves=leaves
+                )
             )
-        )
-    if s.failover_crash > 0:
-        found.append(
-            Consumer(
-                D.FAILOVER_TAKES_OVER,
-                D.FAILOVER_SUBSCRIPTION,
-                after,
-                mode="failover",
-                crash_fraction=s.failover_crash,
-                leaves=D.FAILOVER_LEAVES,
-            )
-        )
     return found
 
 
