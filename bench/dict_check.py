@@ -103,6 +103,8 @@ class Trace:
             self.receives[(run, topic, partition, client)].append(
                 (order, rec.get("producer"), _int(rec["seq"]), subscription, message_id)
             )
+        elif role == "consumer" and event == "subscribe":
+            self.subscribed.add((run, topic, client, rec.get("subscription") or client))
         elif role == "consumer" and event == "end":
             sub = rec.get("subscription")
             key = (run, topic, client)

@@ -104,7 +104,7 @@ STEPS = [
     WITH subscribed AS (
         SELECT DISTINCT run_id, topic, client AS consumer,
                coalesce(subscription, client) AS subscription
-        FROM ev WHERE role = 'consumer' AND event = 'receive'
+        FROM ev WHERE role = 'consumer' AND event IN ('receive', 'subscribe')
     ), ended AS (
         SELECT run_id, topic, client AS consumer, min(subscription) AS end_subscription
         FROM ev WHERE role = 'consumer' AND event = 'end' GROUP BY run_id, topic, client

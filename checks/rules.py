@@ -102,7 +102,7 @@ PRODUCER_RULES = [
 ]
 
 CONSUMER_RULES = [
-    *_common(("receive", "end")),
+    *_common(("subscribe", "receive", "end")),
     Rule(
         "partition_at_least_minus_one",
         "at_least",

@@ -14,7 +14,7 @@ FORMAT_CHECK = "trace_format"
 REQUIRED = ("run_id", "topic", "role", "client", "event", "ts")
 EVENTS = {
     "producer": ("send", "ack", "nack"),
-    "consumer": ("receive", "end"),
+    "consumer": ("subscribe", "receive", "end"),
     "run": ("config", "chaos"),
 }
 ROLE_TABLE = {"producer": "producer_events", "consumer": "consumer_events", "run": "run_events"}

@@ -75,16 +75,26 @@ def _copies_by_block(with_block: DataFrame) -> DataFrame:
 def detect_duplicated(
     message_history: DataFrame, delivery: DataFrame, deduplication: DataFrame
 ) -> DataFrame:
-    """Messages delivered to a subscription and stored under ≥ 2 MessageIds; count = messages."""
+    """Messages delivered to a subscription and stored under ≥ 2 MessageIds; count = messages.
+
+    A block's time is when it was written twice: from the first send to the last ack (the
+    second copy is stored after the failover that made the producer send again, so that is
+    where its cause lies). Without producer events (a consumer-only trace), the deliveries'.
+    """
     stored_again = message_history.filter(F.size("copies") >= 2).select(
-        *MESSAGE_KEY, "copies", "ack_id"
+        *MESSAGE_KEY, "copies", "ack_id", "send_ts", "ack_ts"
     )
     delivered = delivery.groupBy(*SUBSCRIBED_MESSAGE).agg(
-        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts")
+        F.min("ts").alias("delivered_first"), F.max("ts").alias("delivered_last")
     )
     with_block = with_seq_block(
-        delivered.join(stored_again, MESSAGE_KEY, how="inner").withColumn(
-            "kind", F.lit("duplicated")
+        delivered.join(stored_again, MESSAGE_KEY, how="inner").select(
+            *SUBSCRIBED_MESSAGE,
+            "copies",
+            "ack_id",
+            F.coalesce("send_ts", "ack_ts", "delivered_first").alias("first_ts"),
+            F.coalesce("ack_ts", "send_ts", "delivered_last").alias("last_ts"),
+            F.lit("duplicated").alias("kind"),
         ),
         BLOCK_KEY,
     )

@@ -90,14 +90,16 @@ def count_unattributed(resolved_receives: DataFrame) -> DataFrame:
 def consumer_status(consumer_events: DataFrame) -> DataFrame:
     """One row per (run, topic, consumer): its subscription and whether it has an `end` event.
 
-    An `end` may omit the subscription: it then takes the one of the consumer's receives,
-    and a consumer that received nothing is its own subscription (as a Reader is).
+    A `subscribe` (the consumer attached) makes it a consumer of the run even when it
+    received nothing. An `end` may omit the subscription: it then takes the one of the
+    consumer's receives, and a consumer that received nothing is its own subscription (as a
+    Reader is).
     """
     events = consumer_events.select(
         "run_id", "topic", F.col("client").alias("consumer"), "subscription", "event"
     )
     subscribed = (
-        events.filter(is_receive())
+        events.filter(is_receive() | (F.col("event") == "subscribe"))
         .select(
             "run_id",
             "topic",

@@ -74,14 +74,25 @@ def capture_one(state, stage: Path, scenario: str, config: str, args) -> dict:  
     return {"run_id": run_id, "wall_s": round(time.monotonic() - started, 1), **summary}
 
 
+def captured(manifest: Path) -> set[tuple[str, str]]:
+    """The (scenario, config) pairs the data set's manifest already holds ("+dedup" marked)."""
+    if not manifest.exists():
+        return set()
+    rows = [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+    return {(r["scenario"] + ("+dedup" if r["dedup"] else ""), r["config"]) for r in rows}
+
+
 def cmd_capture(args: argparse.Namespace) -> None:
     stage = Path(args.stage)
     stage.mkdir(parents=True, exist_ok=True)
     workdir = Path(args.workdir)
+    done = set() if args.repeat else captured(Path(args.out) / "manifest.jsonl")
+    todo = [pair for pair in grid(args.scenarios, args.configs) if pair not in done]
+    print(f"{len(done)} (scenario, config) pairs in the data set; {len(todo)} to go", flush=True)  # noqa: T201
     state = cluster.up(workdir, 2, args.bookies, netns=True, session_ms=NETNS_SESSION_MS)
     print(f"cluster up in {state.startup_s} s", flush=True)  # noqa: T201
     try:
-        for scenario, config in grid(args.scenarios, args.configs)[: args.limit]:
+        for scenario, config in todo[: args.limit]:
             try:
                 result = capture_one(state, stage, scenario, config, args)
                 line = f"{result['run_id']}: {result['acked']}/{result['messages']} acked"
@@ -227,12 +238,15 @@ def main() -> None:
     cap.add_argument("--fault-at", type=float, default=0.25)
     cap.add_argument("--hold-s", type=float, default=15.0)
     cap.add_argument("--workdir", default=str(cache_dir() / "pulsar" / "real-runs-cluster"))
+    cap.add_argument(
+        "--repeat", action="store_true", help="also the pairs the data set (--out) already holds"
+    )
     fin = sub.add_parser("finish", help="analyze, pack and list every captured run")
-    fin.add_argument("--out", default=str(REPO_ROOT / "data" / "real-runs"))
     fin.add_argument("--keep-events", type=int, default=4000, help="trace lines per client")
     fin.add_argument("--lakehouse", default=str(cache_dir() / "real-runs-lakehouse"))
     for p in (cap, fin):
         p.add_argument("--stage", default=str(cache_dir() / "real-runs"))
+        p.add_argument("--out", default=str(REPO_ROOT / "data" / "real-runs"))
     args = parser.parse_args()
     {"capture": cmd_capture, "finish": cmd_finish}[args.command](args)
 

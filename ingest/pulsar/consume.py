@@ -53,6 +53,7 @@ def drain_reader(
     name = f"reader-{secrets.token_hex(4)}"
     reader = client.create_reader(topic.full, pulsar.MessageId.earliest, reader_name=name)
     rec = make(topic.full, "consumer", name)
+    rec.emit("subscribe", subscription=name)
     received = foreign = failures = 0
     started = time.monotonic()
     while failures < retries:
@@ -96,6 +97,7 @@ def drain_subscription(
         consumer_name=name,
     )
     rec = make(topic.full, "consumer", name)
+    rec.emit("subscribe", subscription=name)
     received = foreign = idle = 0
     started = time.monotonic()
     reached_end = False

@@ -23,7 +23,15 @@ T0 = datetime(2025, 3, 4, 10, 0, 0)
 PIPELINE = PipelineConfig(
     outage_threshold_ms=100, backoff_ladder_ms=[100, 300, 700, 1500, 3100, 6300, 12700, 25500]
 )
-_ROLE = {"send": "p", "ack": "p", "nack": "p", "receive": "c", "end": "c", "config": "r"}
+_ROLE = {
+    "send": "p",
+    "ack": "p",
+    "nack": "p",
+    "receive": "c",
+    "subscribe": "c",
+    "end": "c",
+    "config": "r",
+}
 
 
 def at(ms: float) -> datetime:
@@ -72,6 +80,10 @@ def receive(
         batch_index=-1,
         **kw,
     )
+
+
+def subscribe(ms: float, consumer: str = "c1", subscription: str = "s1", **kw: Any) -> dict:
+    return _event("subscribe", ms, client=consumer, subscription=subscription, **kw)
 
 
 def end(ms: float, consumer: str = "c1", subscription: str | None = "s1", **kw: Any) -> dict:

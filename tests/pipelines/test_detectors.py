@@ -6,6 +6,7 @@ import pytest
 from pipeline_events import (
     ack,
     anomalies,
+    at,
     build,
     config,
     end,
@@ -110,6 +111,10 @@ def test_block_duplicated_across_a_ledger_boundary(spark, deduplication):
         "why the producer sent it again is unknown unless a cause is listed"
     )
     assert "failover" not in gold.anomalies.first().explanation
+    # The block's time is when it was written twice (first send to last ack), where the cause
+    # of the resend lies; not when it was read.
+    block = gold.anomalies.first()
+    assert (block.first_ts, block.last_ts) == (at(10), at(41))
     assert gold.anomalies.first().explanation == (
         "2 messages (seq 10–11) from producer p1, delivered to subscription s1, were stored "
         "twice: copy 1 at ledger 12 entries 5–6 (0 acked); copy 2 at ledger 14 entries 0–1 "

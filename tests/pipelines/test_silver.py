@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline_events import ack, at, build, end, nack, receive, send, summary
+from pipeline_events import ack, at, build, end, nack, receive, send, subscribe, summary
 
 from pulsar_audit.schemas import DELIVERY, MESSAGE_HISTORY
 
@@ -44,6 +44,25 @@ def test_missing_producer_is_filled_when_the_topic_has_one(spark):
     assert [(r.producer, r.seq) for r in silver.delivery.collect()] == [("p1", 1)]
     row = summary(gold)["s1"]
     assert (row["received"], row["lost"], row["unattributed"], row["valid"]) == (1, 0, 0, "true")
+
+
+def test_a_consumer_that_subscribed_and_received_nothing_still_has_a_verdict(spark):
+    # r-blocked attached while the bookies were down and read nothing; r-empty read to the end
+    # and got nothing; r-all read everything. Without `subscribe`, r-blocked would vanish.
+    produced = [send(1, 0), ack(1, 2), send(2, 1), ack(2, 3)]
+    blocked = [subscribe(5, consumer="r-blocked", subscription="r-blocked")]
+    empty = [subscribe(5, consumer="r-empty", subscription="r-empty"), end(8, "r-empty", None)]
+    full = [subscribe(5, "r-all", "r-all"), receive(1, 6, consumer="r-all", subscription="r-all")]
+    full += [receive(2, 7, consumer="r-all", subscription="r-all"), end(9, "r-all", "r-all")]
+    _, gold = build(spark, [*produced, *blocked, *empty, *full])
+    rows = {
+        sub: (r["received"], r["unseen"], r["lost"], r["valid"]) for sub, r in summary(gold).items()
+    }
+    assert rows == {
+        "r-blocked": (0, 2, 0, "unknown"),
+        "r-empty": (0, 0, 2, "false"),
+        "r-all": (2, 0, 0, "true"),
+    }
 
 
 def test_unresolvable_producer_is_counted_not_dropped(spark):
