@@ -21,11 +21,12 @@ def trace_counts(out: Path) -> Counter:
 
 
 def trace_events(out: Path, event: str) -> list[dict]:
+    """The run's `event` events in time order (a long run's trace spans several files)."""
     found = []
     for path in out.glob("*.jsonl"):
         with path.open() as handle:
             found += [json.loads(line) for line in handle if f'"event":"{event}"' in line]
-    return found
+    return sorted(found, key=lambda e: (e["ts"], e.get("client", ""), e.get("event_index", 0)))
 
 
 def capture_opts(state: ClusterState, out: Path, **kwargs):  # noqa: ANN201
