@@ -48,6 +48,11 @@ _LOCK_LOST = (
     "the broker lost its ZooKeeper session (cut off from ZooKeeper past the session timeout); "
     "reconnecting, it found its bundle lock gone and unloaded the bundle, disconnecting clients"
 )
+_ZK_RESEND = (
+    "the broker lost its ZooKeeper session: it shut down, or gave up the bundle when it found "
+    "its lock gone, before acknowledging writes it had stored; the producer sent them again "
+    "to the next owner"
+)
 
 # kind of finding → event_type → (rank: 1 strongest, why it explains the finding; 0 for the
 # events that only a fault produces and that name it, ahead of the consequences they cause)
@@ -74,6 +79,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     },
     "duplicated": {
         "bundle_lock_lost": (0, _LOCK_LOST),
+        "zk_session_lost": (0, _ZK_RESEND),
         "client_invalid_producer_receipt": (1, _RETRY),
         "bundle_unload_requested": (1, _RETRY),
         "bundle_unload_started": (1, _RETRY),

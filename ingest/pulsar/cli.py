@@ -58,7 +58,7 @@ def cmd_cluster(ctx: Context) -> int:
         session_ms = NETNS_SESSION_MS if ctx.args.netns else None
         cluster.up(
             workdir, ctx.args.brokers, ctx.args.bookies, ctx.args.netns, session_ms,
-            ctx.args.load_manager,
+            ctx.args.load_manager, ctx.args.session_expired,
         )  # fmt: skip
     if action == "down":
         stopped = cluster.down(workdir)
@@ -167,7 +167,7 @@ def cmd_chaos_run(ctx: Context) -> int:
         netns = args.netns or name in NEEDS_NETNS
         state = cluster.up(
             workdir, args.brokers or brokers, args.bookies or bookies, netns,
-            NETNS_SESSION_MS if netns else None,
+            NETNS_SESSION_MS if netns else None, session_expired=args.session_expired,
         )  # fmt: skip
     try:
         captured = capture(_capture_options(ctx, state, label), state)
@@ -244,6 +244,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--load-manager", choices=("modular", "extensible"), default="modular",
                    help="extensible: ExtensibleLoadManagerImpl (bundles can be transferred)"
                    )  # fmt: skip
+    p.add_argument("--session-expired", choices=("reconnect", "shutdown"), default="reconnect",
+                   help="a broker whose ZooKeeper session expired: reconnects (4.0's "
+                   "default) or shuts down (as 2.x did in the chaos-test post)")  # fmt: skip
     p.add_argument("--workdir", metavar="DIR", help="state, conf, data and logs (default "
                    ".cache/pulsar/run)")  # fmt: skip
     p.set_defaults(handler=cmd_cluster)
@@ -282,6 +285,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--bookies", type=int, metavar="N", help="cluster size if it starts one")
     p.add_argument("--netns", action="store_true", help="start the cluster namespaced even "
                    "for a scenario that does not cut links")  # fmt: skip
+    p.add_argument("--session-expired", choices=("reconnect", "shutdown"), default="reconnect",
+                   help="if it starts a cluster: a broker whose ZooKeeper session expired "
+                   "reconnects (4.0's default) or shuts down (as 2.x did in the post)")  # fmt: skip
     _capture_args(p, messages=20_000)
     p.set_defaults(handler=cmd_chaos_run, service_url=None, admin_url=None, topic=None)
 

@@ -44,6 +44,7 @@ class ClusterState:
     startup_s: float = 0.0
     network: dict | None = None  # netns.Network.as_dict() when each process has a namespace
     load_manager: str = "modular"
+    session_expired: str = "reconnect"  # the brokers' zookeeperSessionExpiredPolicy
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [spec for spec in self.processes if spec.role == role]
@@ -101,13 +102,16 @@ def up(
     netns: bool = False,
     session_ms: int | None = None,
     load_manager: str = "modular",
+    session_expired: str = "reconnect",
 ) -> ClusterState:
     """Start a cluster in `workdir` (standalone when 1 broker and 1 bookie, unless `netns`), or
     return the one already running there if it has the same shape.
 
     netns: every process in its own network namespace on a private bridge (see netns.py), so
     that links can be cut; session_ms: the brokers' ZooKeeper session timeout; load_manager:
-    "modular" (Pulsar's default) or "extensible" (bundles can be transferred, PIP-192)."""
+    "modular" (Pulsar's default) or "extensible" (bundles can be transferred, PIP-192);
+    session_expired: what a broker does when its ZooKeeper session expires, "reconnect"
+    (Pulsar 4.0's default) or "shutdown" (it halts, as Pulsar 2.x brokers did)."""
     workdir = Path(workdir or default_workdir()).resolve()
     current = running(workdir)
     if current:
@@ -131,14 +135,16 @@ def up(
         from ingest.pulsar.netns import Network
 
         network = Network.create() if netns else None
-        timeouts = Timeouts(broker_session_ms=session_ms) if session_ms else Timeouts()
+        timeouts = Timeouts(broker_session_expired=session_expired)
+        if session_ms:
+            timeouts = Timeouts(session_ms, broker_session_expired=session_expired)
         try:
             state = start_multi(workdir, brokers, bookies, network, timeouts, load_manager)
         except BaseException:
             if network:
                 network.teardown()
             raise
-    state.load_manager = load_manager
+    state.load_manager, state.session_expired = load_manager, session_expired
     state.started_at, state.startup_s = started, round(time.time() - started, 2)
     save_state(state)
     return state

@@ -92,6 +92,30 @@ def test_outage_first_cause_is_the_unload_of_its_bundle(spark):
     }
 
 
+def test_duplicates_first_cause_is_the_lost_zookeeper_session(spark):
+    # A block written twice between its first send (1000) and its last ack (1600): the broker
+    # lost its session and halted at 1003; the new owner recovered the ledger and acquired the
+    # bundle later. The session loss names the fault; what followed ranks after it.
+    got = _causes(
+        spark,
+        [("d1", "duplicated", TOPIC, -1, 1000, 1600)],
+        [
+            ("e1", 1003, "broker-1", "broker", "broker_shutdown", None, None),
+            ("e2", 1003, "broker-1", "broker", "zk_session_lost", None, None),
+            ("e3", 1400, "broker-2", "broker", "bundle_ownership_acquired", None, BUNDLE),
+            ("e4", 1450, "broker-2", "broker", "ledger_recovery", TOPIC, None),
+        ],
+    )
+    assert got == {
+        "d1": [
+            ("zk_session_lost", "broker-1"),
+            ("broker_shutdown", "broker-1"),
+            ("bundle_ownership_acquired", "broker-2"),
+            ("ledger_recovery", "broker-2"),
+        ]
+    }
+
+
 def test_with_causes_fills_matches_and_empties_the_rest(spark):
     outages = spark.createDataFrame([("o1",), ("o2",)], "outage_id string").withColumn(
         "causes", F.array().cast(T.ArrayType(CAUSE, False))
