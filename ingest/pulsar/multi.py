@@ -111,7 +111,7 @@ def start_multi(
             "broker.conf", conf / f"{name}.conf", cluster=CLUSTER_NAME, zk_port=zk_port,
             broker_port=broker_port, web_port=web_port, host=spec.host, zk_host=zk_host,
             session_ms=timeouts.broker_session_ms, load_manager=LOAD_MANAGERS[load_manager][0],
-            session_expired=timeouts.broker_session_expired,
+            session_expired=timeouts.broker_session_expired, default_quorum=min(2, bookies),
             shedder=LOAD_MANAGERS[load_manager][1],
         )  # fmt: skip
         spec.argv += ["--broker-conf", str(path)]
