@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from ingest.pulsar.harness import capture
 
 pytestmark = pytest.mark.pulsar
 
-CONTROL_MESSAGES = 100_000
+# 20,000 in the default run (CI); the 100,000 of the issue with PULSAR_AUDIT_LONG=1.
+CONTROL_MESSAGES = 100_000 if os.environ.get("PULSAR_AUDIT_LONG") == "1" else 20_000
 UNLOAD_MESSAGES = 20_000
 UNLOAD_EVENTS = ("bundle_unload_requested", "bundle_unload_started")
 ANOMALY_COUNTS = ("lost", "unseen", "unacked_received", "duplicated", "out_of_order")
@@ -26,7 +28,7 @@ def _analyze(lakehouse, config, out: Path) -> dict:  # noqa: ANN001
     return analyze(lakehouse, config, out)
 
 
-def test_control_run_of_100k_messages(standalone, tmp_path: Path, lakehouse, config) -> None:
+def test_control_run(standalone, tmp_path: Path, lakehouse, config) -> None:
     out = tmp_path / "control"
     summary = capture(
         capture_opts(standalone, out, topic="control", messages=CONTROL_MESSAGES), standalone
