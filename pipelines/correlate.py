@@ -44,6 +44,10 @@ _UNREADABLE = (
     "reads of the fragment holding these entries failed: every bookie with a copy is down, so "
     "reads block until one returns"
 )
+_TRANSFER = (
+    "the bundle was transferred to another broker (PIP-192): its topics closed on the old owner "
+    "and the clients were sent to the new one, which had to load them first"
+)
 _LOCK_LOST = (
     "the broker lost its ZooKeeper session (cut off from ZooKeeper past the session timeout); "
     "reconnecting, it found its bundle lock gone and unloaded the bundle, disconnecting clients"
@@ -59,6 +63,8 @@ _ZK_RESEND = (
 CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     "outage": {
         "bundle_lock_lost": (0, _LOCK_LOST),
+        "bundle_transfer_started": (0, _TRANSFER),
+        "bundle_transferred": (2, _TRANSFER),
         "bundle_unload_requested": (1, _UNLOAD),
         "bundle_unload_started": (1, _UNLOAD),
         "bundle_shedding": (1, _UNLOAD),
@@ -80,6 +86,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     "duplicated": {
         "bundle_lock_lost": (0, _LOCK_LOST),
         "zk_session_lost": (0, _ZK_RESEND),
+        "bundle_transfer_started": (1, _RETRY),
         "client_invalid_producer_receipt": (1, _RETRY),
         "bundle_unload_requested": (1, _RETRY),
         "bundle_unload_started": (1, _RETRY),

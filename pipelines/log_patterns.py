@@ -46,6 +46,14 @@ PATTERNS: list[LogPattern] = [
     P("bundle_unload_finished", SERVER, cls("ServiceUnitStateChannelImpl"),
       rf"^Unloading bundle:{BUNDLE} with (?P<topics>\d+) topics completed in "
       r"(?P<duration_ms>[\d.]+) ms", "extensible load manager 4.0-4.2"),
+    P("bundle_transfer_started", SERVER, cls("ServiceUnitStateChannelImpl"),
+      rf"^\S+ handled Transfer:Releasing event for serviceUnit:{BUNDLE}, "
+      r"cur:ServiceUnitStateData\[state=Releasing, dstBroker=(?P<to_broker>[^,\]]+)",
+      "extensible load manager (PIP-192); 4.0.7 seen (issue 11: `chaos study` transfer)"),
+    P("bundle_transferred", SERVER, cls("ServiceUnitStateChannelImpl"),
+      rf"^\S+ handled Transfer:Owned event for serviceUnit:{BUNDLE}, "
+      r"cur:ServiceUnitStateData\[state=Owned, dstBroker=(?P<to_broker>[^,\]]+)",
+      "extensible load manager (PIP-192); 4.0.7 seen (issue 11: `chaos study` transfer)"),
     P("bundle_unload_timeout", SERVER, cls("BrokerService"),
       rf"^Unloading of {BUNDLE} has timed out", "3.0-4.2"),
     P("bundle_ownership_acquired", SERVER, cls("OwnershipCache"),

@@ -20,7 +20,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 FILES = {
     "broker": ["broker-standalone.log", "broker-dedup.log", "pulsar-broker-broker-1.log"]
     + ["real-kill-bookie-broker.log", "real-kill-broker-broker.log", "real-zk-pause-broker.log"]
-    + ["reference-forms-broker.log"],
+    + ["reference-forms-broker.log", "real-transfer-broker.log"],
     "bookie": ["bookie-standalone.log", "pulsar-bookie-bk1.log", "real-kill-bookie-bookie.log"]
     + ["real-kill-broker-bookie.log", "real-zk-pause-bookie.log", "reference-forms-bookie.log"],
     "client": ["client-unload.log"],
@@ -34,6 +34,7 @@ CHANGES = "persistent://public/default/__change_events"
 B1, B2, B3 = "127.0.0.1:57761", "127.0.0.1:46993", "127.0.0.1:36305"  # bookie-1 was killed
 KILL_BOOKIE_BROKER = "real-kill-bookie-broker.log"
 KILL_BROKER_BROKER = "real-kill-broker-broker.log"
+TRANSFERRED = "public/default/0xf0000000_0xffffffff"
 
 # (file, line) → (event_type, topic, bundle, ledger_id, bookie): one per real or reference form
 EXPECTED = {
@@ -173,6 +174,9 @@ EXPECTED = {
     ("reference-forms-broker.log", 7): ("bookie_read_only", None, None, None, "10.0.0.14:3181"),
     ("reference-forms-broker.log", 8): ("zk_session_lost", None, None, None, None),
     ("reference-forms-broker.log", 9): ("ledger_fenced", None, None, 12, "10.0.0.11:3181"),
+    ("real-transfer-broker.log", 1): ("bundle_unload_requested", None, TRANSFERRED, None, None),
+    ("real-transfer-broker.log", 2): ("bundle_transfer_started", None, TRANSFERRED, None, None),
+    ("real-transfer-broker.log", 3): ("bundle_transferred", None, TRANSFERRED, None, None),
     ("reference-forms-bookie.log", 1): ("bookie_read_only", None, None, None, None),
     ("reference-forms-bookie.log", 2): ("ledger_under_replicated", None, None, 12)
     + ("10.0.0.12:3181",),
@@ -225,6 +229,8 @@ def test_every_supported_kind_from_fixture_lines(built):
     )
     replaced = events[(KILL_BOOKIE_BROKER, 5)]
     assert replaced.detail == f'{{"ensemble":"{B2}, {B1}","replacement":"{B3}"}}'
+    transfer = events[("real-transfer-broker.log", 2)]
+    assert transfer.detail == '{"to_broker":"127.0.0.1:36135"}'
     recovered = events[(KILL_BROKER_BROKER, 9)]
     assert recovered.detail == '{"entry_id":"10605"}'
     # lines that are no happening (connection setup, lookups, parse errors) give no event
