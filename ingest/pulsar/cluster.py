@@ -116,10 +116,11 @@ def up(
     current = running(workdir)
     if current:
         shape = (current.brokers, current.bookies, current.network is not None)
-        if shape != (brokers, bookies, netns):
+        if (*shape, current.session_expired) != (brokers, bookies, netns, session_expired):
             raise SetupError(
                 f"a {current.kind} with {current.brokers} broker(s) and {current.bookies} "
-                f"bookie(s){' (netns)' if current.network else ''} already runs in {workdir}; "
+                f"bookie(s){' (netns)' if current.network else ''} whose brokers "
+                f"{current.session_expired} on session expiry already runs in {workdir}; "
                 "`pulsar-audit cluster down` first"
             )
         return current
@@ -135,9 +136,10 @@ def up(
         from ingest.pulsar.netns import Network
 
         network = Network.create() if netns else None
-        timeouts = Timeouts(broker_session_expired=session_expired)
-        if session_ms:
-            timeouts = Timeouts(session_ms, broker_session_expired=session_expired)
+        timeouts = Timeouts(
+            broker_session_ms=session_ms or Timeouts.broker_session_ms,
+            broker_session_expired=session_expired,
+        )
         try:
             state = start_multi(workdir, brokers, bookies, network, timeouts, load_manager)
         except BaseException:
