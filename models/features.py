@@ -217,8 +217,8 @@ def run_folders(run_files: DataFrame) -> DataFrame:
 
 def run_recovery(infra_events: DataFrame, folders: DataFrame, faults: DataFrame) -> DataFrame:
     """Per run: whether a ledger stayed under-replicated (AutoRecovery could not repair it),
-    whether a bookie was lost, and whether the bookies taken down registered again (their data
-    survived).
+    whether AutoRecovery left any record (a ledger marked or repaired), whether a bookie was
+    lost, and whether the bookies taken down registered again (their data survived).
 
     Infrastructure events belong to a run when their file lies under the run's folder. A run
     whose folder holds none has null here: its data cannot tell.
@@ -250,6 +250,7 @@ def run_recovery(infra_events: DataFrame, folders: DataFrame, faults: DataFrame)
     seen = events.groupBy("run_id").agg(
         F.max(returned & after_fault).alias("bookie_returned"),
         F.max(F.col("event_type") == "bookie_lost").alias("bookie_lost"),
+        F.max(marked | repaired).alias("audited"),
     )
     stuck = per_ledger.groupBy("run_id").agg(F.max("unrepaired").alias("unrepaired"))
     return seen.join(stuck, ["run_id"], how="left").select(
@@ -257,6 +258,7 @@ def run_recovery(infra_events: DataFrame, folders: DataFrame, faults: DataFrame)
         F.coalesce("bookie_returned", F.lit(False)).alias("bookie_returned"),
         F.coalesce("bookie_lost", F.lit(False)).alias("bookie_lost"),
         F.coalesce("unrepaired", F.lit(False)).alias("unrepaired"),
+        F.coalesce("audited", F.lit(False)).alias("audited"),
     )
 
 
@@ -287,8 +289,14 @@ def build_run_features(
     survived = F.when(~bookies_lost, True).otherwise(
         F.col("bookies_restarted") | F.coalesce("bookie_returned", F.lit(False))
     )
-    # No bookie lost: nothing to repair. Lost, but no infrastructure data: cannot tell.
-    recovery_impossible = F.when(~bookies_lost, False).otherwise(F.col("unrepaired"))
+    # No bookie lost: nothing to repair. Lost, but no AutoRecovery record at all (no auditor
+    # ran, as on the local cluster, or no infrastructure data): cannot tell. An auditor that
+    # runs marks every ledger of a lost bookie under-replicated.
+    recovery_impossible = (
+        F.when(~bookies_lost, False)
+        .when(~F.coalesce("audited", F.lit(False)), None)
+        .otherwise(F.col("unrepaired"))
+    )
     # A reader fell short of acked messages while copies were out of reach: a storage cause
     # was attributed, or the run's own infrastructure timeline lost a bookie.
     storage = F.col("short_by_storage") | F.coalesce("bookie_lost", F.lit(False))

@@ -63,6 +63,28 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
         default=30_000,
         help="metadata session timeout (default 30000)",
     )
+    p.add_argument(
+        "--session-expired",
+        choices=("shutdown", "reconnect"),
+        default="shutdown",
+        help="isolate-broker: the owner's zookeeperSessionExpiredPolicy (default shutdown: it "
+        "stops at once; reconnect, Pulsar 4.0's default: it keeps serving, closes cleanly)",
+    )
+    p.add_argument(
+        "--bookie-restart-ms",
+        type=int,
+        default=0,
+        help="kill-bookie(s): restart the killed bookies this long after the kill, with their "
+        "data, as the harness does (12000); must exceed the session timeout (default 0: "
+        "they stay down)",
+    )
+    p.add_argument(
+        "--partition-hold-ms",
+        type=int,
+        default=20_000,
+        help="partition-broker-from-bookies: how long the owner cannot reach its bookies "
+        "(default 20000, the harness's hold)",
+    )
     p.add_argument("--entries-per-ledger", type=int, default=50_000, help="ledger rollover (50000)")
     p.add_argument(
         "--auto-skip",
@@ -127,6 +149,9 @@ def scenario_from(values: dict[str, Any]):  # noqa: ANN201 - returns a Scenario
         latency_us=int(v.get("latency_us", 2000)),
         ack_return_us=int(v.get("ack_return_us", 300)),
         session_timeout_us=int(v.get("session_timeout_ms", 30_000)) * 1000,
+        session_expired=str(v.get("session_expired", "shutdown")),
+        bookie_restart_us=int(v.get("bookie_restart_ms", 0)) * 1000,
+        partition_hold_us=int(v.get("partition_hold_ms", 20_000)) * 1000,
         entries_per_ledger=int(v.get("entries_per_ledger", 50_000)),
         early_stop=float(v.get("early_stop", 0.0)),
         auto_skip=bool(v.get("auto_skip", False)),

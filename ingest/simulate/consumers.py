@@ -5,7 +5,7 @@ killed bookies down first), each in storage order (ledger, entry):
 
 - `reader-1`: a Reader from the earliest message while the killed bookies are still down.
   It blocks at the first entry none of whose Qw bookies is up (read_next never returns), so it
-  has no `end`.
+  has no `end`. Killed bookies that restart (`bookie_restart_us`) are back before it reads.
 - `consumer-1` on the exclusive subscription `sub-1`, after the killed bookies returned (when
   the scenario brings them back): it fails to ack one message in `redeliver_every`, which the
   broker redelivers later under the same MessageId with redelivery_count 1.
@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from ingest.simulate import dispatch as D
 from ingest.simulate.backoff import mix_column
-from ingest.simulate.plan import Plan, is_bookie_kill
+from ingest.simulate.plan import Plan, is_bookie_kill, restarts_bookies
 from ingest.simulate.scenario import Scenario
 
 REDELIVERY_LAG = 20  # a redelivery arrives this many messages after the first delivery
@@ -64,11 +64,11 @@ def consumers(plan: Plan) -> list[Consumer]:
     are down first, then (when the bookies return) the others."""
     s = plan.scenario
     after = () if plan.returned else tuple(plan.killed)
-    found = [Consumer("reader-1", "reader-1", tuple(plan.killed))]
+    # restarted bookies are back before anyone reads
+    first = () if restarts_bookies(s) else tuple(plan.killed)
+    found = [Consumer("reader-1", "reader-1", first)]
     if s.auto_skip:
-        found.append(
-            Consumer("reader-skip", "reader-skip", tuple(plan.killed), skip_unreadable=True)
-        )
+        found.append(Consumer("reader-skip", "reader-skip", first, skip_unreadable=True))
     found.append(Consumer("consumer-1", "sub-1", after, redeliver=s.redeliver_every > 0))
     if s.early_stop > 0:
         found.append(Consumer("reader-early", "reader-early", after, stop_fraction=s.early_stop))
@@ -90,7 +90,7 @@ def consumers(plan: Plan) -> list[Consumer]:
 def with_bookies_return(plan: Plan) -> Plan:
     """Set the bookie fault's `end_us` when its killed bookies return (with their data): half a
     second before the first consumer that reads with them up, after those that read without."""
-    if not plan.returned:
+    if not plan.returned or restarts_bookies(plan.scenario):  # a restart set its own end
         return plan
     first_up = next(n for n, c in enumerate(consumers(plan)) if not c.bookies_down)
     for fault in plan.faults:

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ingest.simulate.backoff import latency, reconnect_after
-from ingest.simulate.scenario import BOOKIE_FAULTS, OWNER_CHANGES, Scenario
+from ingest.simulate.scenario import BOOKIE_FAULTS, BOOKIE_PARTITION, OWNER_CHANGES, Scenario
 
 BURST_STEP_US = 1  # the new owner acks resent messages back to back
 # A cut link is held past the metadata session it cuts (so the session really expires), then
@@ -37,6 +37,44 @@ NAMESPACE = "public/default"
 BUNDLE_RANGE = "0x00000000_0x40000000"  # the topic's bundle: the first of the namespace's 4
 # Chaos actions that kill bookies, as the harness records them (kill-bookies with ':N').
 BOOKIE_KILLS = ("kill-bookie", "kill-bookies", "kill-qw-bookies")
+# After the bookies are reachable again (a restarted bookie started, a partition healed) the
+# producer's writes resume about 6 s later: the real data set's stalls ended 5.8–6.4 s after
+# the harness restarted the bookies (kill-bookies:2, 17.8 and 18.3 s outages with 12 s down) or
+# healed the partition (partition-broker-from-bookies, 26.1–26.4 s with a 20 s hold).
+RESUME_AFTER_US = (5_500_000, 6_500_000)
+
+
+def bookies_killed(s: Scenario) -> int:
+    """How many bookies the scenario kills (all of them members of the written ensemble)."""
+    return {"kill-bookie": 1, "kill-bookies": s.kill_count, "kill-qw-bookies": s.write_quorum}.get(
+        s.name, 0
+    )
+
+
+def restarts_bookies(s: Scenario) -> bool:
+    """Whether the killed bookies restart with their data `bookie_restart_us` after the kill,
+    before any consumer reads (kill-qw-bookies' return is set by the reads, as before)."""
+    return s.bookie_restart_us > 0 and s.name in ("kill-bookie", "kill-bookies")
+
+
+def stall_us(s: Scenario, rng: random.Random) -> int:
+    """How long the producer gets no ack after the fault, when the fault stops all writes: 0
+    when it does not.
+
+    Fewer than E bookies left (possible only with a restart): no new ensemble can replace the
+    killed bookies, BookKeeper closes the ledger and the managed ledger cannot create another
+    until they are back; kill-qw-bookies' bookies return only after the producer stopped, so
+    its pending sends time out. A broker cut off from its bookies writes again after the heal.
+    """
+    if s.name == BOOKIE_PARTITION:
+        return s.partition_hold_us + rng.randrange(*RESUME_AFTER_US)
+    killed = bookies_killed(s)
+    if not killed or s.bookies - killed >= s.ensemble:
+        return 0
+    if s.name == "kill-qw-bookies":  # until every send (one window per timeout) timed out
+        windows = -(-(s.messages - s.fault_seq + 1) // s.in_flight)
+        return (windows + 1) * s.send_timeout_us + 1_000_000
+    return s.bookie_restart_us + rng.randrange(*RESUME_AFTER_US)
 
 
 def is_bookie_kill(action: str) -> bool:
@@ -133,7 +171,12 @@ def _stream_plan(s: Scenario, stream: int, t_fault: int, reconnect_us: int) -> S
     ):
         a -= 1
     persisted = 0
-    if s.name in ("kill-broker", "isolate-broker"):  # an unload fails its pending adds
+    # an unload, a clean close (session_expired=reconnect) or a bookie stall fails or keeps
+    # its pending adds; a stopped owner leaves some stored without their acks sent
+    stops = s.name == "kill-broker" or (
+        s.name == "isolate-broker" and s.session_expired == "shutdown"
+    )
+    if stops:
         for seq in range(a, f + 1):
             ack = send_time(s, seq) + latency(s.seed, stream, seq, s.latency_us, s.interval_us)
             if ack - s.ack_return_us <= t_fault:
@@ -183,6 +226,7 @@ def build_plan(s: Scenario) -> Plan:
     t_fault = send_time(s, s.fault_seq) + s.interval_us // 2
     faults: list[dict[str, Any]] = []
     reconnect: dict[str, Any] = {}
+    stalled = 0
     if s.name in OWNER_CHANGES:
         available = _available_after(s, rng)
         if s.name == "transfer":
@@ -215,10 +259,23 @@ def build_plan(s: Scenario) -> Plan:
                 "end_us": t_fault + HEAL_AFTER_EXPIRY_US if s.name == "isolate-broker" else None,
             }
         )
+    elif stalled := stall_us(s, rng):
+        streams = [_stream_plan(s, k, t_fault, stalled) for k in range(s.streams)]
+        if s.name == BOOKIE_PARTITION:
+            faults.append(
+                {
+                    "action": s.name,
+                    "target": first_owner,
+                    "broker": first_owner,
+                    "ts_us": t_fault,
+                    "effect_us": t_fault,
+                    "end_us": t_fault + s.partition_hold_us,
+                }
+            )
     else:
         streams = [_quiet_stream(s, k) for k in range(s.streams)]
     fragments, killed, returned, recovery = _bookie_layout(
-        s, rng, bookies, streams, t_fault, faults
+        s, rng, bookies, streams, t_fault, faults, stalled=bool(stalled)
     )
     return Plan(s, streams, owners, fragments, killed, returned, reconnect, faults, recovery)
 
@@ -230,8 +287,13 @@ def _bookie_layout(
     streams: list[StreamPlan],
     t_fault: int,
     faults: list[dict[str, Any]],
+    stalled: bool = False,
 ):  # noqa: ANN202
-    """Ledgers' fragments and ensembles; the bookie fault splits the ledger being written."""
+    """Ledgers' fragments and ensembles; the bookie fault splits the ledger being written.
+
+    stalled: the fault stopped all writes: the ledger being written ends at the last entry
+    before it (a new ledger follows when writes resume), so a bookie fault hits the last
+    ledger of the first epoch, unsplit, and the ledgers after it see every bookie again."""
     stream = streams[0]
     ledgers = stream.epoch0_ledgers + (
         0
@@ -239,6 +301,8 @@ def _bookie_layout(
         else -(-(s.messages - stream.new_lo) // s.entries_per_ledger)
     )
     fault_ledger, fault_entry = divmod(s.fault_seq + 1, s.entries_per_ledger)
+    if stalled:
+        fault_ledger, fault_entry = stream.epoch0_ledgers - 1, 0
     killed: list[str] = []
     fragments: list[Fragment] = []
     down: set[str] = set()
@@ -246,7 +310,7 @@ def _bookie_layout(
     for index in range(ledgers):
         size = _ledger_size(s, stream, index)
         ensemble = rng.sample([b for b in bookies if b not in down], s.ensemble)
-        if s.name in BOOKIE_FAULTS and index == fault_ledger and fault_entry < size:
+        if s.name in BOOKIE_FAULTS and index == fault_ledger and (stalled or fault_entry < size):
             if s.name == "kill-qw-bookies":
                 killed = [
                     ensemble[(fault_entry - 1 + j) % s.ensemble] for j in range(s.write_quorum)
@@ -265,10 +329,10 @@ def _bookie_layout(
                     # killed bookies that return: consumers.with_bookies_return sets it
                     "end_us": t_fault + s.session_timeout_us + HEAL_AFTER_EXPIRY_US
                     if s.name == "isolate-bookie"
-                    else None,
+                    else (t_fault + s.bookie_restart_us if restarts_bookies(s) else None),
                 }
             )
-            if killed:
+            if killed and not stalled:
                 down = set(killed)
                 fragments.append(Fragment(index, 0, fault_entry, ensemble))
                 available = [b for b in bookies if b not in down and b not in ensemble]
@@ -279,23 +343,29 @@ def _bookie_layout(
                 fragments.append(Fragment(index, fault_entry, s.entries_per_ledger, replaced))
                 continue
         fragments.append(Fragment(index, 0, s.entries_per_ledger, ensemble))
-    for fragment in fragments:
+    # ledgers created after the fault (a stall's, once the bookies are back) lost nothing
+    for fragment in (f for f in fragments if f.ledger <= fault_ledger):
         lost = [b for b in fragment.ensemble if b in killed]
         if lost:
-            possible = len(lost) < s.ack_quorum and len(lost) < s.write_quorum
+            # a restarted bookie brings its copies back: the auditor finds them again
+            possible = restarts_bookies(s) or (
+                len(lost) < s.ack_quorum and len(lost) < s.write_quorum
+            )
             recovery.append(
                 {
                     "ledger_index": fragment.ledger,
                     "first_entry": fragment.first_entry,
                     "lost_bookies": lost,
                     "re_replicable": possible,
-                    "why": "a readable copy survives and the ledger can be closed"
+                    "why": "the lost bookies restarted with their copies"
+                    if restarts_bookies(s)
+                    else "a readable copy survives and the ledger can be closed"
                     if possible
                     else f"{len(lost)} of the ensemble lost with Qa={s.ack_quorum}: close "
                     "cannot decide the last entry (or no copy survives)",
                 }
             )
-    returned = s.name == "kill-qw-bookies"
+    returned = s.name == "kill-qw-bookies" or restarts_bookies(s)
     return fragments, killed, returned, recovery
 
 

@@ -24,10 +24,14 @@ SCENARIOS = (
     "isolate-bookie",
     "kill-bookies",
     "kill-qw-bookies",
+    "partition-broker-from-bookies",
 )
 # Scenarios where the owner of the topic's bundle changes and producers reconnect.
 OWNER_CHANGES = ("unload", "transfer", "kill-broker", "isolate-broker")
 BOOKIE_FAULTS = ("kill-bookie", "isolate-bookie", "kill-bookies", "kill-qw-bookies")
+# The owner broker loses its bookies (both ways dropped) and keeps its ZooKeeper session.
+BOOKIE_PARTITION = "partition-broker-from-bookies"
+SESSION_EXPIRED_POLICIES = ("shutdown", "reconnect")  # broker.conf zookeeperSessionExpiredPolicy
 T0_US = 1_741_082_400_000_000  # 2025-03-04T10:00:00Z: day 0 of simulated time
 DAY_US = 86_400_000_000
 # A run starts at 10:00 UTC of one of these many days from T0_US (about a century), picked from
@@ -65,6 +69,16 @@ class Scenario:
     in_flight: int = 1000  # max pending messages (block_if_queue_full)
     send_timeout_us: int = 30_000_000
     session_timeout_us: int = 30_000_000  # metadata (ZooKeeper) session timeout
+    # isolate-broker: what the owner does when its session expires. "shutdown": it stops at
+    # once, sends it persisted but never acked are resent (duplicates without dedup);
+    # "reconnect" (Pulsar 4.0's default, the real data set's cluster): it keeps serving and
+    # closes its topics cleanly when it gives the bundle up, so nothing is stored unacked.
+    session_expired: str = "shutdown"
+    # kill-bookie / kill-bookies: 0 keeps the killed bookies down; > 0 restarts them this long
+    # after the kill with their data, as the harness does (chaos.BOOKIE_DOWN_S, 12 s). With a
+    # restart, fewer than E bookies may be left: the producer then stalls until they return.
+    bookie_restart_us: int = 0
+    partition_hold_us: int = 20_000_000  # partition-broker-from-bookies: how long it is held
     entries_per_ledger: int = 50_000
     redeliver_every: int = 500  # sub-1 fails to ack one message in this many (0: never)
     early_stop: float = 0.0  # >0: a reader that stops after this fraction, without `end`
@@ -129,11 +143,24 @@ def validate(s: Scenario) -> Scenario:
     lost = killed.get(s.name, 0)
     if lost > s.ensemble:
         raise UsageError(f"{s.name}: cannot kill {lost} bookies of an ensemble of {s.ensemble}")
-    if lost and s.bookies - lost < s.ensemble:
+    if s.session_expired not in SESSION_EXPIRED_POLICIES:
+        raise UsageError(
+            f"session_expired must be one of {', '.join(SESSION_EXPIRED_POLICIES)}, "
+            f"got {s.session_expired!r}"
+        )
+    if s.bookie_restart_us and s.bookie_restart_us <= s.session_timeout_us:
+        raise UsageError(
+            "bookie_restart must exceed the session timeout: the model restarts a killed bookie "
+            "after its registration expired (the harness: 12 s down, 10 s sessions)"
+        )
+    if lost and s.bookies - lost < s.ensemble and not s.bookie_restart_us:
         raise UsageError(
             f"{s.name}: {s.bookies} bookies minus {lost} killed leave fewer than E={s.ensemble}; "
-            "the model needs a new ensemble to be possible (use more --bookies)"
+            "the model needs a new ensemble to be possible (use more --bookies, or restart "
+            "the killed bookies: bookie_restart_ms)"
         )
+    if s.name == BOOKIE_PARTITION and s.partition_hold_us <= 0:
+        raise UsageError(f"partition_hold must be > 0, got {s.partition_hold_us} us")
     if s.name in OWNER_CHANGES and s.brokers < 2:
         raise UsageError(f"{s.name} needs at least 2 brokers, got {s.brokers}")
     if s.messages < 10:

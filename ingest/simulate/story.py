@@ -16,6 +16,7 @@ from ingest.simulate.infra import (
     zk_row,
 )
 from ingest.simulate.plan import Plan, is_bookie_kill, send_time
+from ingest.simulate.scenario import BOOKIE_PARTITION
 from ingest.simulate.trace import producer_name
 
 MS = 1000
@@ -86,7 +87,11 @@ def _fault_end(story: Story, fault: dict[str, Any]) -> None:
     they start (their data kept), an isolated bookie or broker restarted after the heal (it
     had shut down when its session expired)."""
     t = fault["end_us"]
+    if fault["action"] == BOOKIE_PARTITION:
+        return  # nothing stopped: the broker writes again (story_bookies.bookie_partition)
     if fault["action"] == "isolate-broker-from-zk":
+        if story.plan.scenario.session_expired != "shutdown":
+            return  # it never stopped
         name = fault["target"]
         story.broker(
             t + 8_000 * MS,
@@ -166,7 +171,9 @@ def _ledgers(story: Story) -> None:
                 owner = plan.owners[0]["broker"]
             ledger = plan.ledger_id(index, stream)
             ensemble = ", ".join(_bookie(b) for b in fragment.ensemble)
-            if previous != "null" and not (epoch1 and index == stream_plan.epoch0_ledgers):
+            # a new owner opens the managed ledger afresh; a stalled one goes on after its last
+            moved = epoch1 and index == stream_plan.epoch0_ledgers and len(plan.owners) > 1
+            if previous != "null" and not moved:
                 story.broker(
                     ts - MS,
                     owner,
@@ -176,7 +183,7 @@ def _ledgers(story: Story) -> None:
             story.broker(
                 ts, owner, "LedgerCreateOp", f"Ensemble: [{ensemble}] for ledger: {ledger}"
             )
-            after = "null" if epoch1 and index == stream_plan.epoch0_ledgers else previous
+            after = "null" if moved else previous
             story.broker(
                 ts + MS,
                 owner,
@@ -301,13 +308,17 @@ def _broker_gone(story: Story, fault: dict[str, Any], isolated: bool) -> None:
             "ZooKeeper session reconnection timeout. Notifying session is lost.",
             "WARN",
         )
-        story.broker(t - 1 * MS, old, "PulsarService", "Closing PulsarService")
+        if s.session_expired == "shutdown":  # reconnect: it keeps serving, closes cleanly
+            story.broker(t - 1 * MS, old, "PulsarService", "Closing PulsarService")
     story.zk.append(zk_row(expired, f"/namespace/{BUNDLE}", "delete"))
     story.zk.append(zk_row(expired, f"/loadbalance/brokers/{_broker_addr(old)}:8080", "delete"))
     _owner_change(story, fault, recovered=True)
 
 
-from ingest.simulate.story_bookies import bookie_fault  # noqa: E402 (needs Story above)
+from ingest.simulate.story_bookies import (  # noqa: E402 (needs Story above)
+    bookie_fault,
+    bookie_partition,
+)
 
 _FAULTS = {
     "unload": _unload,
@@ -316,4 +327,5 @@ _FAULTS = {
     "isolate-broker-from-zk": lambda story, f: _broker_gone(story, f, isolated=True),
     "kill-bookie": bookie_fault,
     "isolate-bookie-from-zk": bookie_fault,
+    BOOKIE_PARTITION: bookie_partition,
 }

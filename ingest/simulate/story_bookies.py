@@ -1,4 +1,5 @@
-"""What the brokers, the auditor and ZooKeeper record when bookies die or lose ZooKeeper."""
+"""What the brokers, the auditor and ZooKeeper record when bookies die or lose ZooKeeper, or
+the owner broker loses its bookies."""
 
 from __future__ import annotations
 
@@ -95,3 +96,24 @@ def bookie_fault(story: Story, fault: dict[str, Any]) -> None:
                 story.zk.append(
                     zk_row(expired + 9_000 * MS, under_replicated_path(ledger), "delete")
                 )
+
+
+def bookie_partition(story: Story, fault: dict[str, Any]) -> None:
+    """The owner cannot reach its bookies: each add to the ledger being written fails on every
+    bookie of its ensemble (the bookies stay registered: nothing in ZooKeeper changes)."""
+    plan, s = story.plan, story.plan.scenario
+    t = fault["effect_us"]
+    for stream in plan.streams:
+        index = max(stream.epoch0_ledgers - 1, 0)
+        fragment = next(f for f in reversed(plan.fragments) if f.ledger == index)
+        ledger = plan.ledger_id(index, stream.stream)
+        entry = (stream.a + stream.written) - index * s.entries_per_ledger
+        for n, bookie in enumerate(fragment.ensemble):
+            story.broker(
+                t + MS,
+                fault["broker"],
+                "PendingAddOp",
+                f"Failed to write entry ({ledger}, {entry}) to bookie ({n}, {_bookie(bookie)}): "
+                "Bookie handle is not available",
+                "WARN",
+            )

@@ -109,6 +109,8 @@ def test_a_simulated_bookie_loss_and_a_real_restart(spark) -> None:
             config("r2", 3, 2, 2, simulated=False),
             chaos("r2", 1.0, "kill-bookies:2", "b1, b2", "start"),
             chaos("r2", 9000.0, "kill-bookies:2", "b1, b2", "end"),
+            config("r3", 2, 2, 1, simulated=False),
+            chaos("r3", 1.0, "kill-bookie", "b1"),
         ],
         run_files=[
             _row(
@@ -120,14 +122,15 @@ def test_a_simulated_bookie_loss_and_a_real_restart(spark) -> None:
                 ingest_id="i",
                 ingested_at=T0,
             )
-            for r in ("r1", "r2")
+            for r in ("r1", "r2", "r3")
         ],  # fmt: skip
         message_history=[
             *[message("r1", seq, seq, 10 + seq) for seq in range(3)],
             message("r2", 0, 0, 1),
             message("r2", 1, 2, 3),
+            message("r3", 0, 0, 1),
         ],
-        run_summary=[summary("r1", unseen=2), summary("r2")],
+        run_summary=[summary("r1", unseen=2), summary("r2"), summary("r3")],
         anomalies=[
             _row(
                 ANOMALIES,
@@ -167,6 +170,8 @@ def test_a_simulated_bookie_loss_and_a_real_restart(spark) -> None:
             infra("ledger_under_replicated", 31_000, "/data/r1/logs/bookie/auditor.log", 10),
             # another run's folder whose name starts the same: not r1's
             infra("ledger_re_replicated", 39_000, "/data/r10/cluster.zk.jsonl", 10),
+            # r3's cluster lost a bookie but runs no auditor (as the local cluster)
+            infra("bookie_lost", 11_000, "/data/r3/cluster.zk.jsonl"),
         ],
     )
     got = {r["run_id"]: r.asDict() for r in build_run_features(*rows).collect()}
@@ -195,3 +200,6 @@ def test_a_simulated_bookie_loss_and_a_real_restart(spark) -> None:
     assert r2["in_flight_max"] == 1
     assert r2["unreadable"] is False
     assert r2["autorecovery_impossible"] is None  # bookies lost, no infrastructure data
+    # a bookie lost, no AutoRecovery record at all: cannot tell (not "repaired")
+    assert got["r3"]["autorecovery_impossible"] is None
+    assert got["r3"]["data_survived"] is False

@@ -37,6 +37,26 @@ SUITE = {
     "kill-bookies": {"scenario": "kill-bookies:2", "config": "3-3-1", "bookies": 5},
     "kill-qw-bookies": {"scenario": "kill-qw-bookies", "bookies": 5, "auto_skip": True},
     "partitioned-unload": {"scenario": "unload", "partitions": 2, "seed": 4},
+    # as the real data set's cluster: isolated owner on Pulsar 4.0's default policy; bookies
+    # restarted 12 s after the kill (10 s sessions), fewer than E left meanwhile: a stall
+    "isolate-broker-reconnect": {
+        "scenario": "isolate-broker",
+        "ack_return_us": 1500,
+        "session_expired": "reconnect",
+    },
+    "kill-bookies-restart": {
+        "scenario": "kill-bookies:2",
+        "config": "2-2-2",
+        "bookie_restart_ms": 12_000,
+        "session_timeout_ms": 10_000,
+    },
+    "kill-qw-bookies-stall": {
+        "scenario": "kill-qw-bookies",
+        "config": "2-2-2",
+        "bookie_restart_ms": 12_000,
+        "session_timeout_ms": 10_000,
+    },
+    "partition-broker-from-bookies": {"scenario": "partition-broker-from-bookies"},
 }
 
 
@@ -98,6 +118,20 @@ def test_the_suite_covers_the_protocol_paths(simulated):
     assert shared["sub-shared"]["out_of_order"] >= 10  # each of shared-b's unacked ones
     assert shared["sub-shared"]["redelivered"] == 10  # to shared-a, under the same MessageIds
     assert shared["sub-shared"]["poll_skip"] == 0  # splitting the entries is no skip
+    # the real data set's shapes: a clean close on session loss duplicates nothing; fewer than
+    # E bookies left stalls the producer until the restarted bookies serve (18 s real), or
+    # until every send timed out when they return only later (kill-qw-bookies, 30 s real);
+    # a broker cut off from its bookies writes again about 6 s after the heal (26 s real)
+    assert total("isolate-broker-reconnect", "duplicated") == 0
+    assert truths["isolate-broker-reconnect"]["outages"]
+    stalls = ("kill-bookies-restart", "kill-qw-bookies-stall", "partition-broker-from-bookies")
+    longest = {k: max(o["duration_ms"] for o in truths[k]["outages"]) for k in stalls}
+    assert 17_500 <= longest["kill-bookies-restart"] <= 18_500
+    assert longest["kill-qw-bookies-stall"] >= 29_000
+    assert 25_500 <= longest["partition-broker-from-bookies"] <= 26_500
+    stalled = truths["kill-qw-bookies-stall"]["runs"][0]
+    assert stalled["nacked"] > 0 and total("kill-qw-bookies-stall", "unseen") > 0
+    assert not any(r["nacked"] for r in truths["kill-bookies-restart"]["runs"])
     assert shared["sub-failover"]["redelivered"] == 10
     assert shared["sub-failover"]["received"] == shared["sub-1"]["received"]
     recovery = truths["kill-bookie"]["plan"]["autorecovery"]
