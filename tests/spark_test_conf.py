@@ -14,3 +14,13 @@ TEST_SPARK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+
+# The Spark JVMs that tests start in child processes (`pulsar-audit analyze` killed at a point,
+# run side by side, run as a user runs it) each live for one small job: the C1 compiler alone
+# and the serial collector cost them less CPU than C2's compilations and G1's threads win back
+# (about a quarter of a child's wall time on two shared cores). The tests' own session is
+# long-lived and keeps the JVM's defaults.
+CHILD_SPARK_CONF = {
+    **TEST_SPARK_CONF,
+    "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}

@@ -1,4 +1,8 @@
-"""A rerun with nothing new answers from the receipt, without Spark, exactly as Spark would."""
+"""A rerun with nothing new answers from the receipt, without Spark, exactly as Spark would.
+
+One Spark `analyze` of the folder is shared by the module (each run costs tens of seconds);
+every test starts from a copy of the lakehouse it left, with the folder exactly as analyzed.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,16 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jobs.analyze import analyze
 from jobs.receipt import RECEIPT, recorded_result
+from pulsar_audit.config import Config, load_config
+from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.output import print_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -26,17 +33,57 @@ def _as_json(result: dict) -> str:
     return "".join(out)
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    root = tmp_path / "in"
+def _write_folder(root: Path) -> Path:
     (root / "logs" / "client").mkdir(parents=True)
     shutil.copy(FIXTURES / "traces" / "run-a.jsonl", root)
     shutil.copy(FIXTURES / "logs" / "client-unload.log", root / "logs" / "client")
     return root
 
 
-def test_a_rerun_with_nothing_new_is_the_spark_rerun(lakehouse, config, folder: Path):
-    first = analyze(lakehouse, config, folder)
+@dataclass(frozen=True)
+class FirstRun:
+    """The module's one Spark analyze: its folder, lakehouse, result, and a pristine copy of
+    the folder (a test may change the folder; the next one starts from the original)."""
+
+    folder: Path
+    pristine: Path
+    lakehouse_dir: Path
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Analyzed:
+    """A test's starting point: the folder as first analyzed, a lakehouse of its own."""
+
+    folder: Path
+    config: Config
+    lakehouse: Lakehouse
+    first: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def first_run(spark, tmp_path_factory: pytest.TempPathFactory) -> FirstRun:
+    root = tmp_path_factory.mktemp("receipt")
+    folder = _write_folder(root / "in")
+    shutil.copytree(folder, root / "pristine")
+    config = load_config("local", lakehouse=str(root / "lakehouse"))
+    result = analyze(Lakehouse(spark, config), config, folder)
+    return FirstRun(folder, root / "pristine", config.lakehouse_path, result)
+
+
+@pytest.fixture
+def analyzed(spark, first_run: FirstRun, tmp_path: Path) -> Analyzed:
+    # the receipt names the input files by path: the folder stays where it was analyzed
+    shutil.rmtree(first_run.folder)
+    shutil.copytree(first_run.pristine, first_run.folder)
+    config = load_config("local", lakehouse=str(tmp_path / "lakehouse"))
+    shutil.copytree(first_run.lakehouse_dir, config.lakehouse_path)
+    return Analyzed(first_run.folder, config, Lakehouse(spark, config), first_run.result)
+
+
+def test_a_rerun_with_nothing_new_is_the_spark_rerun(analyzed: Analyzed):
+    lakehouse, config, folder = analyzed.lakehouse, analyzed.config, analyzed.folder
+    first = analyzed.first
     assert first["ingest"]["files"] == 1 and first["infra"]["log_files"] == 1
     assert (config.lakehouse_path / RECEIPT).is_file()
 
@@ -48,8 +95,8 @@ def test_a_rerun_with_nothing_new_is_the_spark_rerun(lakehouse, config, folder: 
     assert recorded["runs"] == first["runs"] and recorded["outages"] == first["outages"]
 
 
-def test_anything_new_or_changed_takes_the_spark_path(lakehouse, config, folder: Path):
-    analyze(lakehouse, config, folder)
+def test_anything_new_or_changed_takes_the_spark_path(analyzed: Analyzed):
+    lakehouse, config, folder = analyzed.lakehouse, analyzed.config, analyzed.folder
     assert recorded_result(config, folder) is not None
 
     # a file it has not seen
@@ -78,21 +125,20 @@ def test_anything_new_or_changed_takes_the_spark_path(lakehouse, config, folder:
     assert recorded_result(replace(config, pipeline=pipeline), folder) is None
 
 
-def test_a_torn_receipt_is_ignored(lakehouse, config, folder: Path):
-    analyze(lakehouse, config, folder)
+def test_a_torn_receipt_is_ignored(analyzed: Analyzed):
+    config = analyzed.config
+    assert recorded_result(config, analyzed.folder) is not None
     receipt = config.lakehouse_path / RECEIPT
     receipt.write_text(receipt.read_text()[:100])
-    assert recorded_result(config, folder) is None
+    assert recorded_result(config, analyzed.folder) is None
 
 
-def test_the_cli_rerun_needs_no_jvm(lakehouse, config, folder: Path, capsys):
-    """With Java made unreachable, only an answer that never starts Spark can succeed."""
-    from jobs.cli import main
-
-    argv = ["analyze", str(folder), "--json", "--lakehouse", str(config.lakehouse_path)]
-    capsys.readouterr()
-    assert main(argv) == 0
-    first = json.loads(capsys.readouterr().out)
+def test_the_cli_rerun_needs_no_jvm(analyzed: Analyzed):
+    """With Java made unreachable, only an answer that never starts Spark can succeed; it
+    prints what the Spark run printed (`--json` is print_json of the result)."""
+    first = json.loads(_as_json(analyzed.first))
+    argv = ["analyze", str(analyzed.folder), "--json"]
+    argv += ["--lakehouse", str(analyzed.config.lakehouse_path)]
     env = {**os.environ, "JAVA_HOME": "/nonexistent", "PATH": str(Path(sys.executable).parent)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     done = subprocess.run(

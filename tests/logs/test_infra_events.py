@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import Row
 
-from ingest.logs import ingest_logs
+from ingest.logs import ingest_log_folders
 from pipelines.clock_skew import with_corrected_ts
 from pipelines.infra_events import build_infra_events, match_log_events
 from pipelines.zk_events import zk_change_events
@@ -189,9 +189,9 @@ def built(spark, tmp_path_factory) -> Lakehouse:
     lakehouse = Lakehouse(
         spark, load_config("local", lakehouse=str(tmp_path_factory.mktemp("infra")))
     )
-    for source, names in FILES.items():
-        for name in names:
-            ingest_logs(lakehouse, FIXTURES / name, source)
+    # every fixture file in one pass, as `analyze` ingests a capture's logs (one commit per
+    # table instead of one per file)
+    ingest_log_folders(lakehouse, {s: [FIXTURES / n for n in names] for s, names in FILES.items()})
     build_infra_events(lakehouse)
     return lakehouse
 

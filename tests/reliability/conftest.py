@@ -15,6 +15,7 @@ from reliability_lakehouse import Reference, clean_reference
 
 @pytest.fixture(scope="session")
 def reference(spark, tmp_path_factory: pytest.TempPathFactory) -> Reference:
-    from spark_test_conf import TEST_SPARK_CONF
+    from spark_test_conf import CHILD_SPARK_CONF
 
-    return clean_reference(spark, tmp_path_factory.mktemp("reliability"), TEST_SPARK_CONF)
+    # the suites' child processes (the crash chain, the concurrent pair) run with its settings
+    return clean_reference(spark, tmp_path_factory.mktemp("reliability"), CHILD_SPARK_CONF)

@@ -70,12 +70,12 @@ def secret_env(tmp_path: Path) -> dict[str, str]:
 
 
 def _conf_dir(tmp_path: Path, hook_url: str, dead_url: str) -> Path:
-    from spark_test_conf import TEST_SPARK_CONF
+    from spark_test_conf import CHILD_SPARK_CONF
 
     conf = yaml.safe_load(CONF_LOCAL.read_text())
     conf["spark"].update(
         {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "1g"},
-        conf=TEST_SPARK_CONF,
+        conf=CHILD_SPARK_CONF,
     )
     conf["alerts"]["sinks"] = [
         {"name": "hook", "webhook": {"url": hook_url, "hmac_secret_env": HMAC_VAR}},
