@@ -20,9 +20,13 @@ log = logging.getLogger(__name__)
 
 REAL_RUNS = REPO_ROOT / "data" / "real-runs"
 MANIFEST = "manifest.jsonl"
-# The default sweep, small enough for a few minutes: the bookie faults over the E/Qw/Qa
-# settings the rules of thumb tell apart (copies, ack quorum, striping), and the broker faults
-# with deduplication off and on. 18 runs of 200 messages.
+# The default sweep, small enough for a few minutes, on a cluster like the real data set's
+# (2 brokers, 10 s metadata sessions, Pulsar 4.0's `reconnect` session policy): the bookie
+# faults over the E/Qw/Qa settings the rules of thumb tell apart (copies, ack quorum,
+# striping) with the bookies lost for good (5 bookies), and restarted 12 s later as the
+# harness does (3 bookies: fewer than E may be left, a stall); the broker faults with
+# deduplication off and on. 33 runs of 200 messages (examples/risk-training-grid*.yaml are
+# the full grids).
 DEFAULT_SWEEPS = {
     "bookies": {
         "scenario": ["control", "kill-bookie", "kill-bookies:2"],
@@ -30,14 +34,28 @@ DEFAULT_SWEEPS = {
         "bookies": 5,
         "seed": 1,
     },
+    "restarted": {
+        "scenario": ["kill-bookie", "kill-bookies:2", "kill-qw-bookies"],
+        "config": ["2-2-1", "2-2-2", "3-2-2"],
+        "bookies": 3,
+        "bookie_restart_ms": 12_000,
+        "seed": 3,
+    },
     "brokers": {
-        "scenario": ["isolate-broker", "kill-broker", "unload"],
+        "scenario": ["isolate-broker", "kill-broker", "unload", "partition-broker-from-bookies"],
         "config": ["2-2-2"],
         "dedup": [False, True],
         "seed": 2,
     },
 }
-SWEEP_COMMON = {"messages": 200, "ack_return_us": 1500, "entries_per_ledger": 100}
+SWEEP_COMMON = {
+    "messages": 200,
+    "ack_return_us": 1500,
+    "entries_per_ledger": 100,
+    "brokers": 2,
+    "session_timeout_ms": 10_000,
+    "session_expired": "reconnect",
+}
 
 
 def prepare_training_runs(ctx: Context) -> dict[str, Any]:

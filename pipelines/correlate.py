@@ -10,6 +10,7 @@ cluster (events naming neither a topic nor a bundle, e.g. a bookie lost).
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
+from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -17,6 +18,9 @@ from pipelines.clock_skew import UNCORRECTED
 from pulsar_audit.schemas import CAUSE
 
 MAX_CAUSES = 5
+# The fields a candidate cause is ordered by, in the order of its struct: strongest rank,
+# nearest in time, then stable tie-breakers.
+CAUSE_ORDER = ("rank", "distance_ms", "event_type", "ts", "host", "reason")
 # Acked messages go missing after their ack (their copies die, their reads fail), until they
 # are read: for lost and unseen messages, events up to this long after the last ack count.
 MISSING_AFTER_MS = 180_000
@@ -239,7 +243,13 @@ def _top_causes(candidates: DataFrame) -> DataFrame:
             reason.alias("reason"),
         ).alias("c"),
     )
-    best = F.slice(F.array_sort(F.collect_list("c")), 1, MAX_CAUSES)
+    # The best MAX_CAUSES per finding, chosen by a window sort (it spills) before collecting:
+    # a long finding can hold a million candidate events (a real broker logs a failed add per
+    # pending message) — a collect_list of them all ran out of memory. The order is the
+    # struct's own, so the pick is the one array_sort over all of them gave.
+    order = W.partitionBy("finding_id").orderBy(*[F.col(f"c.{name}") for name in CAUSE_ORDER])
+    ranked = ranked.withColumn("_n", F.row_number().over(order)).filter(F.col("_n") <= MAX_CAUSES)
+    best = F.array_sort(F.collect_list("c"))
     as_cause = F.transform(
         best,
         lambda c: F.struct(
