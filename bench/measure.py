@@ -73,11 +73,13 @@ def run_measured(
     cwd: Path,
     rss_cap_gb: float | None = None,
     timeout_s: float | None = None,
+    env: dict[str, str] | None = None,
 ) -> Measured:
     """Run `command` from a cold start, sampling the tree's RSS every 0.2 s.
 
     stdout and stderr go to logs/<name>.out and .err. rss_cap_gb / timeout_s: kill the tree
-    (this process's own children only) when exceeded; the status says so.
+    (this process's own children only) when exceeded; the status says so. env: variables set
+    for the command on top of this process's environment.
     """
     logs.mkdir(parents=True, exist_ok=True)
     out_path, err_path = logs / f"{name}.out", logs / f"{name}.err"
@@ -86,7 +88,9 @@ def run_measured(
     status = "ok"
     started = time.monotonic()
     with out_path.open("w") as out, err_path.open("w") as err:
-        proc = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd, env=dict(os.environ))
+        proc = subprocess.Popen(
+            command, stdout=out, stderr=err, cwd=cwd, env={**os.environ, **(env or {})}
+        )
         root = psutil.Process(proc.pid)
         stop = threading.Event()
 

@@ -28,7 +28,10 @@ import psutil
 
 from bench.counts import differences, from_analyze, totals
 from bench.measure import Measured, run_measured, skipped
+from bench.profiling import profiling_conf_dir
 from bench.simulated import from_truth, simulated_messages
+from bench.stage_profile import event_log_file, markdown, profile
+from pulsar_audit.config import CONF_DIR_VAR, DEFAULT_ENV, ENV_VAR, default_conf_dir
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python")
@@ -70,6 +73,7 @@ class Bench:
             "sizes": [],
         }
         self.failures: list[str] = []
+        self.profiles: dict[str, list[dict[str, Any]]] = {}  # analyze's name → stage rows
 
     # ------------------------------------------------------------------ helpers
 
@@ -85,6 +89,11 @@ class Bench:
         if result.status not in ("ok",) and not result.status.startswith("skipped"):
             self.failures.append(f"{name}: {result.status} (exit {result.exit_code})")
         return result
+
+    def record(self, m: Measured) -> dict[str, Any]:
+        """What results.json keeps of a process: no stdout/stderr, the stage profile if any."""
+        kept = {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")}
+        return {**kept, "stage_profile": self.profiles[m.name]} if m.name in self.profiles else kept
 
     def fresh(self, path: Path) -> Path:
         shutil.rmtree(path, ignore_errors=True)
@@ -115,7 +124,27 @@ class Bench:
 
     def analyze(self, name: str, traces: Path, lakehouse: Path) -> Measured:
         command = [CLI, "analyze", str(traces), "--json", "--lakehouse", str(lakehouse)]
-        return self.measure(name, command, timeout_s=self.args.timeout)
+        if not self.args.profile:
+            return self.measure(name, command, timeout_s=self.args.timeout)
+        # --profile: a copy of the conf whose Spark writes its event log; -v logs stage walls
+        events = self.work / "events" / name
+        env = os.environ.get(ENV_VAR) or DEFAULT_ENV
+        conf = profiling_conf_dir(default_conf_dir(), self.work / "conf" / name, env, events)
+        result = self.measure(
+            name, [*command, "-v"], timeout_s=self.args.timeout, env={CONF_DIR_VAR: str(conf)}
+        )
+        if result.status == "ok" and not any(events.iterdir()):
+            print("    no stage profile: no Spark session started (nothing new)", flush=True)
+            return result
+        try:
+            rows = profile(event_log_file(events), lakehouse, self.work / "logs" / f"{name}.err")
+        except (OSError, ValueError) as exc:
+            print(f"    no stage profile: {exc}", flush=True)
+            self.failures.append(f"{name}: no stage profile ({exc})")
+            return result
+        self.profiles[name] = rows
+        print("    " + markdown(rows).replace("\n", "\n    "), flush=True)
+        return result
 
     # ------------------------------------------------------------------ stages
 
@@ -132,10 +161,7 @@ class Bench:
         rerun = self.analyze("examples-rerun", REPO / "examples", examples_lake)
         fixed = {"bare_spark": bare, "init": init, "examples_new": examples, "rerun": rerun}
         self.results["fixed"] = {
-            name: {
-                **{k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")},
-                "vs_bare": _ratio(m.wall_s, bare.wall_s),
-            }
+            name: {**self.record(m), "vs_bare": _ratio(m.wall_s, bare.wall_s)}
             for name, m in fixed.items()
         }
 
@@ -166,10 +192,7 @@ class Bench:
                 rss_cap_gb=self.args.dict_rss_cap_gb,
                 timeout_s=self.args.timeout,
             )
-        entry["checkers"] = {
-            name: {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")}
-            for name, m in runs.items()
-        }
+        entry["checkers"] = {name: self.record(m) for name, m in runs.items()}
         entry.update(self.compare(label, runs, from_truth(traces)))
         walls = {n: m.wall_s for n, m in runs.items() if m.status == "ok"}
         entry["ratios"] = {
@@ -242,7 +265,7 @@ class Bench:
             "size": label,
             "messages": messages // 100,
             **generated,
-            "analyze": {k: v for k, v in added.as_dict().items() if k not in ("stdout", "stderr")},
+            "analyze": self.record(added),
             "vs_full_run": _ratio(added.wall_s, full_wall),
             "differences": diffs,
         }
@@ -321,12 +344,25 @@ def render(results: dict[str, Any]) -> str:
             f"increment: a {inc['messages']:,}-message run added to the {inc['size']} lakehouse: "
             f"{inc['analyze']['wall_s']:.1f} s = {_fmt(inc['vs_full_run'])} × the full run",
         ]
+    lines += _profiles(results)
     for failure in results.get("failures", []):
         lines.append(f"FAILED: {failure}")
     for entry in results["sizes"]:
         for diff in entry["differences"][:50]:
             lines.append(f"  {entry['size']}: {diff}")
     return "\n".join(lines)
+
+
+def _profiles(results: dict[str, Any]) -> list[str]:
+    """The per-stage table of every analyze run with --profile."""
+    measured = [m for e in results["sizes"] for m in e["checkers"].values()]
+    measured += [results["increment"]["analyze"]] if results.get("increment") else []
+    measured += list(results.get("fixed", {}).values())
+    lines = []
+    for m in measured:
+        if m.get("stage_profile"):
+            lines += ["", f"stages of {m['name']} (Spark event log):", markdown(m["stage_profile"])]
+    return lines
 
 
 def _fmt(x: float | None) -> str:
@@ -349,6 +385,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dict-max-messages", type=float, default=4e6)
     parser.add_argument("--dict-rss-cap-gb", type=float, default=16.0)
     parser.add_argument("--timeout", type=float, help="kill any one checker after this many s")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="write each analyze's Spark event log and print its per-stage table",
+    )
     return Bench(parser.parse_args(argv)).run()
 
 

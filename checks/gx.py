@@ -37,6 +37,15 @@ def _context() -> Any:
     return context
 
 
+def warm_up() -> None:
+    """Build the context now (importing GX and making its context take seconds): for a job
+    to run in a thread while the JVM starts. A failure here is raised again by `validate`."""
+    try:
+        _context()
+    except Exception:  # noqa: BLE001 - the first real validation reports it
+        _context.cache_clear()
+
+
 def validate(
     df: DataFrame | pd.DataFrame,
     suite_name: str,

@@ -9,7 +9,8 @@ this skeleton, so that what makes ingest fast and safe is written once:
   `replaceWhere` on the batch's files (re-running after a crash or a change never doubles rows);
 - one small aggregate of the staged frame gives every per-file and per-run count; the rows
   each write reports are checked against it, and the lines read against the lines staged;
-- the manifest (`bronze.ingested_files`) is written last, so an interrupted batch is redone.
+- the tables of a batch are written side by side (their commits overlap), the manifest
+  (`bronze.ingested_files`) last, so an interrupted batch is redone.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import INGESTED_FILES
-from pulsar_audit.spark import checkpointed, release
+from pulsar_audit.spark import checkpointed, release, side_by_side
 from pulsar_audit.storage import FileStat, FileStore
 
 log = logging.getLogger(__name__)
@@ -261,16 +262,21 @@ def _ingest_batch(
             )
             .collect()
         )
-        written = {
-            table: lakehouse.replace_where(
-                table, source.output(numbered, table, batch), {"source_file": paths}
-            )
-            for table in source.tables
-        }
+
+        def write(table: str) -> Callable[[], int]:
+            output = source.output(numbered, table, batch)
+            return lambda: lakehouse.replace_where(table, output, {"source_file": paths})
+
+        # every table of the batch, and what the source keeps of its counts, side by side:
+        # different tables, so their Delta commits do not wait for each other
+        *rows, _ = side_by_side(
+            *(write(table) for table in source.tables),
+            lambda: source.after_batch(lakehouse, counts, batch),
+        )
+        written = dict(zip(source.tables, rows, strict=True))
     finally:
         release(staged)
     per_file = reconcile(lines_read, counts, written)
-    source.after_batch(lakehouse, counts, batch)
     _record_files(lakehouse, source, batch, per_file)
     return per_file, counts
 

@@ -31,6 +31,7 @@ from ingest.trace_format import (
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, conform
+from pulsar_audit.spark import side_by_side
 from pulsar_audit.storage import FileStat
 
 log = logging.getLogger(__name__)
@@ -114,15 +115,22 @@ class TraceSource:
 
     def after_batch(self, lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> None:
         """GX judges the batch's per-run rule counts; which runs each file holds is recorded."""
-        frames = per_run_counts(counts, ROLE_TABLE)
-        if any(not frame.empty for frame in frames.values()):
-            results = judge_rows(lakehouse.spark, frames, batch.ingest_id, batch.at)
-            # keyed by the batch's (content-derived) id: a redone batch replaces its verdicts
-            lakehouse.replace_where(
-                "check_results", results, {"ingest_id": [batch.ingest_id], "level": [ROW_LEVEL]}
-            )
-        lakehouse.replace_where(
-            "run_files", run_file_rows(lakehouse, counts, batch), {"source_file": batch.paths}
+
+        def verdicts() -> None:
+            frames = per_run_counts(counts, ROLE_TABLE)
+            if any(not frame.empty for frame in frames.values()):
+                results = judge_rows(lakehouse.spark, frames, batch.ingest_id, batch.at)
+                # keyed by the batch's (content-derived) id: a redone batch replaces its verdicts
+                lakehouse.replace_where(
+                    "check_results",
+                    results,
+                    {"ingest_id": [batch.ingest_id], "level": [ROW_LEVEL]},
+                )
+
+        files = run_file_rows(lakehouse, counts, batch)
+        side_by_side(
+            verdicts,
+            lambda: lakehouse.replace_where("run_files", files, {"source_file": batch.paths}),
         )
 
 

@@ -32,6 +32,7 @@ from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.schemas import TABLES
+from pulsar_audit.spark import side_by_side, spark_stage
 from pulsar_audit.storage import FileStore, local_form, precheck_local, segments
 from serve.alert_job import raise_and_send
 
@@ -169,10 +170,17 @@ def refresh_gold(
     if run_ids is None and lakehouse.stage_is_current("gold", fingerprint):
         log.info("gold: no input changed since the last analyze, nothing to recompute")
         return []
-    with stage("pipeline", progress):
-        recomputed = run_pipeline(lakehouse, config, run_ids, progress)
-    with stage("infrastructure timeline", progress):
-        refresh_infra_events(lakehouse)
+
+    def pipeline() -> list[str]:
+        with stage("pipeline", progress):
+            return run_pipeline(lakehouse, config, run_ids, progress)
+
+    def timeline() -> None:
+        with stage("infrastructure timeline", progress):
+            refresh_infra_events(lakehouse)
+
+    # silver and gold of the runs, and the timeline of the logs, come from different tables
+    recomputed, _ = side_by_side(pipeline, timeline)
     with stage("causes", progress):
         refresh_causes(lakehouse, config)
     lakehouse.record_stage("gold", fingerprint)
@@ -186,7 +194,8 @@ def stage(name: str, progress: Progress | None) -> Iterator[None]:
     if progress:
         progress(name)
     started = time.monotonic()
-    yield
+    with spark_stage(name):
+        yield
     log.info("stage %s: %.1f s", name, time.monotonic() - started)
 
 
@@ -216,11 +225,20 @@ def analyze(
     is_folder, inputs = list_inputs(lakehouse, path)
     with stage("create tables", progress):
         lakehouse.create_all()
-    with stage("ingest traces", progress):
-        listed = inputs.traces if is_folder else None
-        report = ingest_traces(lakehouse, path, progress, listed=listed).as_dict()
-    with stage("ingest logs and ZooKeeper captures", progress):
-        infra = ingest_infrastructure(lakehouse, path, progress, inputs if is_folder else Inputs())
+
+    def traces() -> dict[str, Any]:
+        with stage("ingest traces", progress):
+            listed = inputs.traces if is_folder else None
+            return ingest_traces(lakehouse, path, progress, listed=listed).as_dict()
+
+    def infrastructure() -> dict[str, int]:
+        with stage("ingest logs and ZooKeeper captures", progress):
+            return ingest_infrastructure(
+                lakehouse, path, progress, inputs if is_folder else Inputs()
+            )
+
+    # different files into different tables (both note theirs in bronze.ingested_files)
+    report, infra = side_by_side(traces, infrastructure)
     refresh_gold(lakehouse, config, progress=progress)
     keeps_receipt = receipt.applies(config)
     before = lakehouse.versions(TABLES) if keeps_receipt else None

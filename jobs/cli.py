@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,18 @@ def cmd_analyze(ctx: Context) -> int:
 
 
 def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
-    """`analyze` for a command's context (config and lakehouse already chosen)."""
-    from jobs.analyze import analyze
+    """`analyze` for a command's context (config and lakehouse already chosen).
 
+    When Spark is not started yet, a small local input gets the small-input session.
+    """
+    from checks.gx import warm_up
+    from jobs.analyze import analyze
+    from pulsar_audit.spark import for_input, local_input_bytes
+
+    if "spark" not in vars(ctx):  # Context.spark is built on first use
+        ctx.config = for_input(ctx.config, local_input_bytes(str(path)))
+        # the checks' GX context is built while the JVM starts (both take seconds)
+        threading.Thread(target=warm_up, name="gx-warm-up", daemon=True).start()
     return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
 
 

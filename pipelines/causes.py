@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame
 
 from pipelines.correlate import cause_rules, findings_of, rank_causes, with_causes
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.spark import side_by_side
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +52,14 @@ def attach_causes(lakehouse: Lakehouse, config: Config) -> None:
         config.pipeline.cause_before_ms,
         config.pipeline.cause_after_ms,
     ).persist()
-    try:
-        for table, key, df in (
-            ("anomalies", "anomaly_id", anomalies),
-            ("outages", "outage_id", outages),
-        ):
-            lakehouse.update_changed(table, with_causes(df, ranked, key), ["causes"])
+
+    def update(table: str, key: str, df: DataFrame) -> Callable[[], None]:
+        changed = with_causes(df, ranked, key)
+        return lambda: lakehouse.update_changed(table, changed, ["causes"])
+
+    try:  # two tables: their updates side by side
+        side_by_side(
+            update("anomalies", "anomaly_id", anomalies), update("outages", "outage_id", outages)
+        )
     finally:
         ranked.unpersist()

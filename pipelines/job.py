@@ -2,7 +2,8 @@
 
 Which runs changed is decided from small tables only (bronze.run_files and the table-level
 check results), never by scanning the events. Each changed run's bronze is read once and
-persisted; frames that several steps need are derived once; each table is written once, and
+persisted; frames that several steps need are derived once; each table is computed once,
+kept for the steps after it (not read back), written once, side by side with the others, and
 its row count is the write's own.
 """
 
@@ -21,6 +22,8 @@ from pipelines.silver import build_delivery, build_message_history
 from pulsar_audit.config import Config, PipelineConfig
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.output import SparkProgress
+from pulsar_audit.schemas import TABLES, conform
+from pulsar_audit.spark import checkpointed, release, side_by_side
 
 log = logging.getLogger(__name__)
 
@@ -117,27 +120,39 @@ def _compute(
     runs: list[str],
     say: Callable[[str], None],
 ) -> None:
-    """Write silver, then gold; each written table is read back (not recomputed) downstream."""
-    say("silver: delivery")
-    delivery = _replace(lakehouse, "delivery", build_delivery(shared.receives), runs)
-    say("silver: message history")
-    history = build_message_history(events.producer_events, delivery)
-    silver = Silver(_replace(lakehouse, "message_history", history, runs), delivery)
-    say("gold: anomalies and outages")
-    found_anomalies, found_outages = build_findings(events, shared, silver, config.pipeline)
-    anomalies = _replace(lakehouse, "anomalies", found_anomalies, runs)
-    outages = _replace(lakehouse, "outages", found_outages, runs)
-    say("gold: run summary")
-    _replace(
-        lakehouse,
-        "run_summary",
-        build_summary(events, shared, silver, anomalies, outages),
-        runs,
-    )
+    """Build silver, then gold, each table computed once and kept (checkpointed) for the steps
+    after it; then write all five side by side (one commit each, overlapping)."""
+    kept: dict[str, DataFrame] = {}
+
+    def keep(table: str, df: DataFrame) -> DataFrame:
+        kept[table] = checkpointed(conform(df, TABLES[table].schema))
+        return kept[table]
+
+    try:
+        say("silver: delivery and message history")
+        delivery = keep("delivery", build_delivery(shared.receives))
+        history = keep("message_history", build_message_history(events.producer_events, delivery))
+        silver = Silver(history, delivery)
+        say("gold: anomalies and outages")
+        found_anomalies, found_outages = build_findings(events, shared, silver, config.pipeline)
+        anomalies = keep("anomalies", found_anomalies)
+        outages = keep("outages", found_outages)
+        say("gold: run summary")
+        keep("run_summary", build_summary(events, shared, silver, anomalies, outages))
+        say("writing silver and gold")
+        side_by_side(*(_replace(lakehouse, table, df, runs) for table, df in kept.items()))
+    finally:
+        for df in kept.values():
+            release(df)
 
 
-def _replace(lakehouse: Lakehouse, table: str, df: DataFrame, runs: list[str]) -> DataFrame:
-    """Replace the runs' rows of `table` and return them as written (read back, not recomputed)."""
-    rows = lakehouse.replace_runs(table, df, runs)
-    log.info("%s: %d rows for %d run(s)", table, rows, len(runs))
-    return lakehouse.read(table).filter(F.col("run_id").isin(runs))
+def _replace(
+    lakehouse: Lakehouse, table: str, df: DataFrame, runs: list[str]
+) -> Callable[[], None]:
+    """Replacing the runs' rows of `table` with `df`, as a step to run."""
+
+    def replace() -> None:
+        rows = lakehouse.replace_runs(table, df, runs)
+        log.info("%s: %d rows for %d run(s)", table, rows, len(runs))
+
+    return replace

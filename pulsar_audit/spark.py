@@ -7,15 +7,20 @@ import importlib.util
 import os
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 from pulsar_audit.config import Config
 from pulsar_audit.errors import SetupError
 from pulsar_audit.paths import jars_dir
+from pulsar_audit.storage import local_form
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -25,6 +30,55 @@ DELTA_CONF = {
 # parsed into a map (the default policy raises DUPLICATED_MAP_KEY, even in PERMISSIVE mode):
 # the map keeps the last value and the trace format refuses the line, naming the field.
 SQL_CONF = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
+R = TypeVar("R")
+
+
+# A job whose inputs are small (a chaos run, the examples, a test) is mostly fixed cost per
+# Spark job: planning, adaptive re-planning, code generation, the JIT. For those, a local
+# session plans without adaptive execution, evaluates without generated code, shuffles into
+# two partitions and runs a JVM that compiles with C1 only and collects with the serial
+# collector (docs/performance.md: measured on the examples and a 10⁴-message run).
+SMALL_INPUT_BYTES = 32 << 20
+GZIP_EXPANSION = 8  # a .gz input counts as this many times its size on disk
+SMALL_INPUT_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.driver.defaultJavaOptions": (
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
+    ),
+}
+
+
+def local_input_bytes(path: str) -> int | None:
+    """The size of the local input `path` (a file or a folder's files; gzip counted as its
+    likely text size); None for a path on another file system."""
+    local = local_form(path)
+    if local is None or not os.path.exists(local):
+        return None
+    files = (
+        [os.path.join(d, f) for d, _, names in os.walk(local) for f in names]
+        if os.path.isdir(local)
+        else [local]
+    )
+    return sum(os.path.getsize(f) * (GZIP_EXPANSION if f.endswith(".gz") else 1) for f in files)
+
+
+def for_input(config: Config, input_bytes: int | None) -> Config:
+    """`config` with the small-input session settings when Spark is local and the input is
+    small; settings the config sets itself win."""
+    master = config.spark.master or ""
+    if input_bytes is None or input_bytes > SMALL_INPUT_BYTES or not master.startswith("local"):
+        return config
+    spark = replace(
+        config.spark,
+        shuffle_partitions=min(config.spark.shuffle_partitions, 2),
+        conf={**SMALL_INPUT_CONF, **config.spark.conf},
+    )
+    return replace(config, spark=spark)
 
 
 def delta_jars(directory: Path | None = None) -> list[Path]:
@@ -128,6 +182,53 @@ def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+STAGE_PROPERTY = "pulsar_audit.stage"
+
+
+@contextmanager
+def spark_stage(name: str | None) -> Iterator[None]:
+    """Tag the Spark jobs this thread starts inside with the job stage `name`: the event log
+    then says which stage ran each job (bench/stage_profile.py). A no-op without a local
+    SparkContext (none started yet, or Spark Connect)."""
+    context = SparkContext._active_spark_context
+    if context is None or name is None:
+        yield
+        return
+    before = context.getLocalProperty(STAGE_PROPERTY)
+    context.setLocalProperty(STAGE_PROPERTY, name)
+    try:
+        yield
+    finally:
+        context.setLocalProperty(STAGE_PROPERTY, before)  # type: ignore[arg-type]
+
+
+def side_by_side(*calls: Callable[[], R]) -> list[R]:
+    """Run independent steps each in its own thread, so that Spark runs their jobs, and the
+    driver plans and commits them, at the same time; their results in order.
+
+    Each step runs to its end; the first step's failure (in order) is then raised. A step
+    writes only tables no other step of the same call writes, or relies on Delta's commit
+    conflict retry (pulsar_audit.commit_retry). Jobs keep the caller's stage tag.
+    """
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    context = SparkContext._active_spark_context
+    stage = context.getLocalProperty(STAGE_PROPERTY) if context is not None else None
+
+    def tagged(call: Callable[[], R]) -> R:
+        with spark_stage(stage):
+            return call()
+
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="side-by-side") as pool:
+        futures = [pool.submit(tagged, call) for call in calls]
+        wait(futures)
+    for future in futures:
+        error = future.exception()
+        if error is not None:
+            raise error
+    return [future.result() for future in futures]
 
 
 def checkpointed(df: DataFrame) -> DataFrame:

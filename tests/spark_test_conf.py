@@ -22,5 +22,7 @@ TEST_SPARK_CONF = {
 # long-lived and keeps the JVM's defaults.
 CHILD_SPARK_CONF = {
     **TEST_SPARK_CONF,
-    "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.defaultJavaOptions": (
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
+    ),
 }
