@@ -1,0 +1,122 @@
+"""What analyze's steps side by side rest on: results in order, failures after every step ended,
+the stage tag kept, one lock shared by a job's threads but not by two jobs, and the small-input
+session only for small local inputs."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pulsar_audit import locks
+from pulsar_audit.config import load_config
+from pulsar_audit.spark import (
+    SMALL_INPUT_BYTES,
+    SMALL_INPUT_CONF,
+    STAGE_PROPERTY,
+    for_input,
+    local_input_bytes,
+    side_by_side,
+    spark_stage,
+)
+
+
+def test_no_step_and_one_step_run_in_the_caller():
+    assert side_by_side() == []
+    assert side_by_side(threading.current_thread) == [threading.current_thread()]
+
+
+def test_results_in_order_and_steps_really_overlap():
+    both_started = threading.Barrier(2, timeout=10)  # each waits for the other: not one by one
+
+    def step(value: str):
+        return lambda: (both_started.wait(), value)[1]
+
+    assert side_by_side(step("a"), step("b")) == ["a", "b"]
+
+
+def test_a_failure_is_raised_after_every_step_ended():
+    ended: list[str] = []
+
+    def fails():
+        raise ValueError("first")
+
+    def slow():
+        threading.Event().wait(0.3)
+        ended.append("slow")
+
+    with pytest.raises(ValueError, match="first"):
+        side_by_side(fails, slow)
+    assert ended == ["slow"]
+
+
+def test_steps_keep_the_callers_stage_tag(spark):
+    context = spark.sparkContext
+
+    def tag():
+        return context.getLocalProperty(STAGE_PROPERTY)
+
+    with spark_stage("pipeline"):
+        assert side_by_side(tag, tag) == ["pipeline", "pipeline"]
+    assert tag() is None
+
+
+def test_one_jobs_threads_share_the_lock(tmp_path: Path):
+    inside = threading.Barrier(2, timeout=10)
+
+    def hold():
+        with locks.exclusive(tmp_path, "ingest", wait_s=5):
+            inside.wait()  # both threads inside at once, or the barrier times out
+
+    side_by_side(hold, hold)
+    assert not locks._HELD  # the last one out released it
+
+
+def test_another_job_waits_for_the_lock_and_then_gives_up(tmp_path: Path):
+    other = (
+        "import sys; from pathlib import Path; from pulsar_audit import locks\n"
+        "from pulsar_audit.errors import ConcurrentJobError\n"
+        "try:\n"
+        f"    with locks.exclusive(Path({str(tmp_path)!r}), 'ingest', wait_s=1): sys.exit(0)\n"
+        "except ConcurrentJobError: sys.exit(3)\n"
+    )
+    with locks.exclusive(tmp_path, "ingest"):
+        held = subprocess.run([sys.executable, "-c", other], check=False, timeout=60)
+    assert held.returncode == 3
+    free = subprocess.run([sys.executable, "-c", other], check=False, timeout=60)
+    assert free.returncode == 0
+
+
+def test_input_size_counts_gzip_as_its_text(tmp_path: Path):
+    (tmp_path / "a.jsonl").write_bytes(b"x" * 100)
+    with gzip.open(tmp_path / "b.jsonl.gz", "wb") as f:
+        f.write(b"{}\n")
+    gz = (tmp_path / "b.jsonl.gz").stat().st_size
+    assert local_input_bytes(str(tmp_path)) == 100 + 8 * gz
+    assert local_input_bytes(str(tmp_path / "a.jsonl")) == 100
+    assert local_input_bytes(f"file://{tmp_path}/a.jsonl") == 100
+    assert local_input_bytes("s3a://bucket/traces") is None
+    assert local_input_bytes(str(tmp_path / "missing")) is None
+
+
+def test_small_local_inputs_get_the_small_input_session(tmp_path: Path):
+    config = load_config("local", lakehouse=str(tmp_path))
+    small = for_input(config, 1000)
+    assert small.spark.shuffle_partitions == 2
+    assert small.spark.conf == {**SMALL_INPUT_CONF, **config.spark.conf}
+    assert small.pipeline == config.pipeline
+    for unchanged in (SMALL_INPUT_BYTES + 1, None):
+        assert for_input(config, unchanged) is config
+
+
+def test_a_cluster_and_an_envs_own_settings_are_left_alone(tmp_path: Path):
+    config = load_config("standalone", lakehouse=str(tmp_path))
+    assert for_input(config, 1000) is config
+    local = load_config("local", lakehouse=str(tmp_path))
+    own = replace(local, spark=replace(local.spark, conf={"spark.sql.adaptive.enabled": "true"}))
+    assert for_input(own, 1000).spark.conf["spark.sql.adaptive.enabled"] == "true"
