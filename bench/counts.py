@@ -25,7 +25,7 @@ RUN_COUNTS = (
     "out_of_order",
     "unacked_received",
 )
-TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
+TRACE_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")  # .parquet: the columnar form
 ZK_SUFFIXES = (".zk.jsonl", ".zk.jsonl.gz")
 
 

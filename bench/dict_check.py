@@ -20,7 +20,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from bench.counts import report, trace_files
 
 # Spark sorts a null event_index before any other in a client's order.
 NULL_INDEX = -(2**64)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _int(value: Any) -> int | None:
@@ -37,7 +38,11 @@ def _int(value: Any) -> int | None:
 
 
 def _micros(ts: Any) -> int:
-    """Epoch microseconds of `ts`: epoch milliseconds (fraction allowed) or RFC 3339."""
+    """Epoch microseconds of `ts`: epoch milliseconds (fraction allowed), RFC 3339, or a
+    datetime (the columnar form's timestamps)."""
+    if isinstance(ts, datetime):
+        moment = ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+        return (moment - EPOCH) // timedelta(microseconds=1)
     if type(ts) is int:
         return ts * 1000
     if isinstance(ts, str):
@@ -53,12 +58,27 @@ def _records(files: list[Path]) -> Iterator[tuple[dict[str, Any], str, int]]:
     """Every non-blank line as (record, file, line number)."""
     decode = json.JSONDecoder(parse_float=Decimal).decode  # exact fractions of ms
     for path in files:
+        if path.name.endswith(".parquet"):
+            yield from _columnar_records(path)
+            continue
         opener = gzip.open if path.name.endswith(".gz") else open
         name = str(path)
         with opener(path, "rt", encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
                     yield decode(line), name, number
+
+
+def _columnar_records(path: Path) -> Iterator[tuple[dict[str, Any], str, int]]:
+    """Every row of a columnar trace file (Parquet) as (record, file, row number)."""
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
+        for row in batch.to_pylist():
+            number += 1
+            row = {k: v for k, v in row.items() if v is not None and k != "extra"}
+            yield row, str(path), number
 
 
 class Trace:

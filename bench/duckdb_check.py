@@ -57,6 +57,16 @@ SELECT run_id, topic, role, client, event, seq, event_index, filename AS file,
        subscription, producer, coalesce(redelivery_count, 0) AS redelivery_count
 FROM read_json($files, format = 'newline_delimited', columns = $columns, filename = true)
 """
+# The columnar form (Parquet): the same columns, ts already a timestamp.
+COLUMNAR_EVENTS = """
+CREATE TEMP TABLE ev AS
+SELECT run_id, topic, role, client, event, seq, event_index, filename AS file,
+       coalesce(partition, -1) AS partition, epoch_us(ts) AS ts_us,
+       ledger_id, entry_id,
+       CASE WHEN ledger_id IS NOT NULL THEN coalesce(batch_index, -1) END AS batch_index,
+       subscription, producer, coalesce(redelivery_count, 0) AS redelivery_count
+FROM read_parquet($files, filename = true, union_by_name = true)
+"""
 
 STEPS = [
     # silver.sole_producers + resolve_receives + build_delivery: attributed receives only.
@@ -265,7 +275,12 @@ def check(
         if memory_limit:
             settings["memory_limit"] = memory_limit
         con = duckdb.connect(config=settings)
-        con.execute(EVENTS, {"files": files, "columns": COLUMNS})
+        if files and all(f.endswith(".parquet") for f in files):
+            con.execute(COLUMNAR_EVENTS, {"files": files})
+        elif any(f.endswith(".parquet") for f in files):
+            raise SystemExit("duckdb_check: one form per folder (JSONL or Parquet), not both")
+        else:
+            con.execute(EVENTS, {"files": files, "columns": COLUMNS})
         for step in STEPS:
             con.execute(step)
         records = con.execute("SELECT count(*) FROM ev").fetchone()[0]

@@ -99,7 +99,15 @@ class Bench:
         shutil.rmtree(path, ignore_errors=True)
         return path
 
-    def generate(self, label: str, folder: Path, messages: int, seed: int, prefix: str) -> dict:
+    def generate(
+        self,
+        label: str,
+        folder: Path,
+        messages: int,
+        seed: int,
+        prefix: str,
+        form: str = "jsonl",
+    ) -> dict:
         """Generate once: an existing trace with the same parameters is reused."""
         manifest = folder / "bench-manifest.json"
         wanted = {
@@ -109,13 +117,18 @@ class Bench:
             "prefix": prefix,
             "gzip": self.args.gzip,
         }
+        if form == "columnar":
+            wanted = {**wanted, "gzip": False, "form": form}
         if manifest.exists() and json.loads(manifest.read_text()) == wanted:
             print(f"  generate {label}: reusing {folder}", flush=True)
             return {"generate_s": None, "reused": True}
         self.fresh(folder)
         command = [PYTHON, "-m", "bench.simulated", "--messages", str(messages)]
         command += ["--seed", str(seed), "--out", str(folder), "--prefix", prefix]
-        command += ["--gzip"] if self.args.gzip else []
+        if form == "columnar":
+            command += ["--columnar"]
+        elif self.args.gzip:
+            command += ["--gzip"]
         result = self.measure(f"generate-{label}", command)
         if result.status != "ok":
             raise SystemExit(f"generating {label} failed:\n{result.stderr}")
@@ -165,13 +178,16 @@ class Bench:
             for name, m in fixed.items()
         }
 
-    def size(self, label: str, messages: int) -> dict[str, Any]:
-        print(f"size {label} ({messages:,} messages)", flush=True)
+    def size(self, size: str, messages: int, form: str = "jsonl") -> dict[str, Any]:
+        label = size if form == "jsonl" else f"{size}-{form}"
+        print(f"size {label} ({messages:,} messages, {form})", flush=True)
         traces = self.work / "traces" / label
-        entry: dict[str, Any] = {"size": label, "messages": messages}
-        entry.update(self.generate(label, traces, messages, self.args.seed, "bench"))
+        entry: dict[str, Any] = {"size": label, "messages": messages, "form": form}
+        entry.update(self.generate(label, traces, messages, self.args.seed, "bench", form))
         entry["messages"] = simulated_messages(messages)  # N rounded to whole partitions
-        entry["trace_bytes"] = sum(p.stat().st_size for p in traces.glob("*.jsonl*"))
+        entry["trace_bytes"] = sum(
+            p.stat().st_size for p in traces.iterdir() if p.name.startswith("trace-")
+        )
         lakehouse = self.fresh(self.work / "lakehouses" / label)
         runs: dict[str, Measured] = {
             "analyze": self.analyze(f"analyze-{label}", traces, lakehouse),
@@ -278,10 +294,12 @@ class Bench:
         if self.args.with_1e7:
             sizes.append(("1e7", 10_000_000))
         increment_on = self.args.increment_on or ("1e7" if self.args.with_1e7 else None)
+        forms = [f.strip() for f in self.args.forms.split(",") if f.strip()]
         for label, messages in sizes:
-            entry = self.size(label, messages)
-            self.results["sizes"].append(entry)
-            self.write()
+            for form in forms:
+                self.results["sizes"].append(self.size(label, messages, form))
+                self.write()
+            entry = self.results["sizes"][-len(forms)]  # the first form's: the increment's base
             if label == increment_on:
                 full = entry["checkers"]["analyze"]["wall_s"]
                 self.increment(label, messages, Path(entry["lakehouse"]), full)
@@ -326,6 +344,7 @@ def render(results: dict[str, Any]) -> str:
             f"| {entry['size']} | {_fmt(r['analyze_vs_duckdb'])} | {_fmt(r['dict_vs_analyze'])} "
             f"| {'yes' if entry['agree'] else 'NO'} ({', '.join(entry.get('compared', []))}) |"
         )
+    lines += _forms(results)
     if results.get("fixed"):
         lines += [
             "",
@@ -353,6 +372,37 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _forms(results: dict[str, Any]) -> list[str]:
+    """Per size run in both forms: analyze's and DuckDB's wall on the columnar form over
+    their wall on JSONL (issue 24's target for analyze: at most 0.5)."""
+    by_size: dict[str, dict[str, dict[str, Any]]] = {}
+    for entry in results["sizes"]:
+        size = entry["size"].removesuffix(f"-{entry.get('form', 'jsonl')}")
+        by_size.setdefault(size, {})[entry.get("form", "jsonl")] = entry
+    pairs = {s: f for s, f in by_size.items() if {"jsonl", "columnar"} <= f.keys()}
+    if not pairs:
+        return []
+    lines = [
+        "",
+        "| size | analyze JSONL s | analyze columnar s | columnar/JSONL | DuckDB columnar/JSONL "
+        "| trace MB JSONL / columnar |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for size, forms in pairs.items():
+        walls = {
+            form: {n: m["wall_s"] for n, m in e["checkers"].items() if m["status"] == "ok"}
+            for form, e in forms.items()
+        }
+        j, c = walls["jsonl"], walls["columnar"]
+        mb = [forms[f].get("trace_bytes", 0) / 1e6 for f in ("jsonl", "columnar")]
+        lines.append(
+            f"| {size} | {_fmt(j.get('analyze'))} | {_fmt(c.get('analyze'))} "
+            f"| {_fmt(_ratio(c.get('analyze'), j.get('analyze')))} "
+            f"| {_fmt(_ratio(c.get('duckdb'), j.get('duckdb')))} | {mb[0]:,.1f} / {mb[1]:,.1f} |"
+        )
+    return lines
+
+
 def _profiles(results: dict[str, Any]) -> list[str]:
     """The per-stage table of every analyze run with --profile."""
     measured = [m for e in results["sizes"] for m in e["checkers"].values()]
@@ -378,6 +428,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default="/tmp/pulsar-audit-bench")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--gzip", action="store_true", help="generate *.jsonl.gz")
+    parser.add_argument(
+        "--forms",
+        default="jsonl",
+        help="trace forms per size, comma-separated: jsonl, columnar (Parquet); e.g. "
+        "jsonl,columnar runs every size in both, each with DuckDB and the dict checker",
+    )
     parser.add_argument("--skip-fixed", action="store_true", help="skip the fixed-cost timings")
     parser.add_argument(
         "--increment-on", metavar="SIZE", help="add the 1 %% run after this size (default 1e7)"

@@ -1,6 +1,6 @@
 """The benchmark's traces, made by the simulator: N messages over three simulated chaos runs.
 
-    .venv/bin/python -m bench.simulated --messages 1e6 --seed 1 --out DIR [--prefix bench] [--gzip]
+    .venv/bin/python -m bench.simulated --messages 1e6 --seed 1 --out DIR [--gzip | --columnar]
 
 The trace files (format v1, `trace-<run>-NNNNN.jsonl`) go to DIR, and only they: the
 checkers compare what each computes from the trace alone. Each run's truth.json (the counts
@@ -101,6 +101,7 @@ def generate(
     gzip: bool = False,
     threshold_ms: int = 100,
     ladder: list[int] | None = None,
+    columnar: bool = False,
 ) -> list[Path]:
     """Simulate the runs; the trace files into `out` (emptied first), the rest into
     `out`.truth/<run>/. Returns the trace files."""
@@ -116,7 +117,9 @@ def generate(
     files = []
     for options in scenarios(messages, seed, prefix):
         folder = truths / options["run_id"]
-        truth = simulate_run(spark, scenario_from(options), folder, threshold_ms, ladder, gzip)
+        truth = simulate_run(
+            spark, scenario_from(options), folder, threshold_ms, ladder, gzip, columnar
+        )
         for name in truth["files"]:
             (folder / name).rename(out / name)
             files.append(out / name)
@@ -144,6 +147,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="folder for the trace files")
     parser.add_argument("--prefix", default="bench", help="run ids PREFIX-owner, -crash, -quorum")
     parser.add_argument("--gzip", action="store_true", help="write *.jsonl.gz instead of *.jsonl")
+    parser.add_argument(
+        "--columnar", action="store_true", help="write *.parquet (the columnar form) instead"
+    )
     args = parser.parse_args(argv)
 
     from bench.spark_session import local_spark
@@ -162,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         args.gzip,
         pipeline.outage_threshold_ms,
         list(pipeline.backoff_ladder_ms),
+        args.columnar,
     )
     spark.stop()
     size = sum(f.stat().st_size for f in files)

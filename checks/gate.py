@@ -32,11 +32,16 @@ def violated_rules(table: Column, tables: Iterable[str] | None = None) -> Column
 
     tables: the tables a row may be bound for (default all; the frame needs their columns).
     """
-    chosen = F.array().cast("array<string>")
+    none = F.array().cast("array<string>")
+    chosen = none
     for name in tables or ROW_RULES:
         rules = ROW_RULES[name]
+        broken = F.lit(False)
+        for rule in rules:
+            broken = broken | rule.violation()
+        # the array is built only for a row that breaks a rule (most rows break none)
         names = F.array_compact(F.array(*[F.when(r.violation(), F.lit(r.name)) for r in rules]))
-        chosen = F.when(table == name, names).otherwise(chosen)
+        chosen = F.when(table == name, F.when(broken, names).otherwise(none)).otherwise(chosen)
     return chosen
 
 

@@ -34,7 +34,6 @@ from ingest.files import (
     lines_per_file,
     number_lines,
     read_lines,
-    read_raw_lines,
     source_path,
 )
 from pulsar_audit.delta_io import Lakehouse
@@ -81,6 +80,9 @@ class Source(Protocol):
     # whose parser needs line order, like multi-line log entries).
     stages_raw_lines: bool
 
+    def read(self, spark: SparkSession, batch: Batch) -> DataFrame:
+        """The batch's raw positioned rows (read_raw_lines' columns; when stages_raw_lines)."""
+
     def kind_of(self, path: str) -> str:
         """The manifest kind of a file (e.g. 'trace', 'log:broker')."""
 
@@ -116,6 +118,16 @@ class IngestOutcome:
 
     def total(self, name: str) -> int:
         return sum(getattr(c, name) for c in self.per_file.values())
+
+    def plus(self, other: IngestOutcome) -> IngestOutcome:
+        """This outcome and `other`'s (another source's files) as one."""
+        return IngestOutcome(
+            files=self.files + other.files,
+            skipped_files=self.skipped_files + other.skipped_files,
+            per_file={**self.per_file, **other.per_file},
+            counts=[*self.counts, *other.counts],
+            seconds=round(self.seconds + other.seconds, 3),
+        )
 
 
 def wanted_by(suffixes: tuple[str, ...], exclude: tuple[str, ...] = ()) -> Callable[[str], bool]:
@@ -241,7 +253,7 @@ def _ingest_batch(
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
     if source.stages_raw_lines:
-        raw = read_raw_lines(spark, batch.uris).withColumn("source_file", source_path("_file_uri"))
+        raw = source.read(spark, batch).withColumn("source_file", source_path("_file_uri"))
         staged = checkpointed(source.stage(raw, batch))
         offsets = block_offsets(staged)
         lines_read = lines_per_file(offsets, paths)

@@ -6,9 +6,13 @@ checked on its own and every unknown field is kept. Pure DataFrame transforms, n
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from pulsar_audit.schemas import TRACE_COLUMNAR
 
 FORMAT_CHECK = "trace_format"
 REQUIRED = ("run_id", "topic", "role", "client", "event", "ts")
@@ -55,6 +59,7 @@ OPTIONAL = {
         "target": "string",
     },
 }
+_EXTRA = T.MapType(T.StringType(), T.StringType())
 ALL_OPTIONAL = {name: kind for fields in OPTIONAL.values() for name, kind in fields.items()}
 
 _INTEGER = {"long": r"^-?[0-9]{1,18}$", "int": r"^-?[0-9]{1,9}$"}
@@ -64,7 +69,13 @@ _EPOCH_MS = r"^[0-9]{1,16}(\.[0-9]{1,17})?([eE][+]?[0-9]{1,2})?$"
 
 
 def _text(name: str) -> Column:
-    return F.col("_fields").getItem(name)
+    """The text of a non-string field, looked up once in the parsed map (see parse_records)."""
+    return F.col(f"_t_{name}")
+
+
+def _is_text(name: str) -> bool:
+    """Whether a field is kept as written (a string), i.e. has no typed form of its own."""
+    return name in REQUIRED and name != "ts" or ALL_OPTIONAL.get(name) == "string"
 
 
 def parse_ts(text: Column) -> Column:
@@ -76,8 +87,7 @@ def parse_ts(text: Column) -> Column:
     )
 
 
-def _typed(name: str, kind: str) -> Column:
-    text = _text(name)
+def _typed(text: Column, kind: str) -> Column:
     if kind in _INTEGER:
         target = T.LongType() if kind == "long" else T.IntegerType()
         return F.when(text.rlike(_INTEGER[kind]), text.cast(target)).cast(target)
@@ -90,16 +100,6 @@ def _roles_knowing(name: str) -> list[str]:
     return [role for role, fields in OPTIONAL.items() if name in fields]
 
 
-def _type_error(name: str, kind: str) -> Column:
-    """Reason text when `name`, a field of this record's role, is not of `kind` (else null)."""
-    text = _text(name)
-    expected = {"long": "an integer", "int": "an integer", "bool": "true or false"}[kind]
-    return F.when(
-        F.col("role").isin(*_roles_knowing(name)) & text.isNotNull() & _typed(name, kind).isNull(),
-        F.format_string(f"field '{name}' must be {expected}, got %s", text),
-    )
-
-
 def _is_known_field(key: Column) -> Column:
     """Whether `key` is a documented field for this record's role (else it goes to `extra`)."""
     known = key.isin(*REQUIRED)
@@ -108,62 +108,116 @@ def _is_known_field(key: Column) -> Column:
     return known
 
 
-def _reasons() -> Column:
-    """Every reason the record is refused, joined by '; ' (null when it is accepted)."""
-    role_known = F.col("role").isin(*EVENTS)
-    event = F.col("event")
-    event_known = F.lit(False)
-    for role, events in EVENTS.items():
-        event_known = event_known | ((F.col("role") == role) & event.isin(*events))
+def _json_checks() -> list[tuple[Column, Column]]:
+    """(refused when, reason text) for every rule of the JSON form, on the typed columns.
+
+    Each condition is a cheap test of columns computed once; the text is built only for the
+    rows that fail (see _reasons).
+    """
+    parsed = F.col("_fields").isNotNull()
+
+    def written(name: str) -> Column:
+        return F.col(name) if _is_text(name) else _text(name)
+
+    def type_error(name: str, kind: str) -> tuple[Column, Column]:
+        expected = {"long": "an integer", "int": "an integer", "bool": "true or false"}[kind]
+        return (
+            F.col("role").isin(*_roles_knowing(name))
+            & written(name).isNotNull()
+            & F.col(name).isNull(),
+            F.format_string(f"field '{name}' must be {expected}, got %s", _text(name)),
+        )
+
     seq_text = _text("seq")
-    checks = [
-        F.when(F.col("_fields").isNull(), F.lit("invalid JSON: expected one JSON object per line")),
-        F.when(
-            F.col("_fields").isNotNull() & (F.size("_keys") > F.size(F.map_keys("_fields"))),
+    return [
+        (~parsed, F.lit("invalid JSON: expected one JSON object per line")),
+        (
+            parsed & (F.size("_keys") > F.size("_fields")),
             F.format_string(
                 "field '%s' appears more than once: expected each field once",
                 F.array_join(_repeated(F.col("_keys")), "', '"),
             ),
         ),
-        *[
-            F.when(
-                F.col("_fields").isNotNull() & _text(name).isNull(),
-                F.lit(f"missing required field '{name}'"),
-            )
-            for name in REQUIRED
-        ],
-        F.when(
-            F.col("role").isNotNull() & ~role_known,
-            F.format_string(
-                "unknown role '%s' (expected producer, consumer or run)", F.col("role")
-            ),
-        ),
-        F.when(
-            role_known & event.isNotNull() & ~event_known,
-            F.format_string("unknown event '%s' for role '%s'", event, F.col("role")),
-        ),
-        F.when(
-            _text("ts").isNotNull() & parse_ts(_text("ts")).isNull(),
+        *_record_checks(parsed, written),
+        (
+            _text("ts").isNotNull() & F.col("ts").isNull(),
             F.format_string(
                 "unparseable ts '%s': expected RFC 3339 with an offset or epoch milliseconds",
                 _text("ts"),
             ),
         ),
-        F.when(
-            event.isin(*SEQ_EVENTS) & seq_text.isNull(),
-            F.format_string("missing required field 'seq' on a %s event", event),
-        ),
-        F.when(
-            seq_text.isNotNull() & ~seq_text.rlike(r"^[0-9]{1,18}$"),
+        _seq_missing(written),
+        (
+            # a non-negative integer: the typed form exists and the text has no sign
+            seq_text.isNotNull() & (F.col("seq").isNull() | seq_text.startswith("-")),
             F.format_string("field 'seq' must be an integer >= 0, got %s", seq_text),
         ),
         *[
-            _type_error(name, kind)
+            type_error(name, kind)
             for name, kind in ALL_OPTIONAL.items()
             if name != "seq" and kind != "string"
         ],
     ]
-    return F.nullif(F.concat_ws("; ", F.array_compact(F.array(*checks))), F.lit(""))
+
+
+def _record_checks(parsed: Column, written: Callable[[str], Column]) -> list[tuple[Column, Column]]:
+    """The rules both forms share: required fields, a known role and event.
+
+    parsed: whether the record could be read at all; written(name): the field as given.
+    """
+    role_known = F.col("role").isin(*EVENTS)
+    event = F.col("event")
+    event_known = F.lit(False)
+    for role, events in EVENTS.items():
+        event_known = event_known | ((F.col("role") == role) & event.isin(*events))
+    return [
+        *[
+            (parsed & written(name).isNull(), F.lit(f"missing required field '{name}'"))
+            for name in REQUIRED
+        ],
+        (
+            F.col("role").isNotNull() & ~role_known,
+            F.format_string(
+                "unknown role '%s' (expected producer, consumer or run)", F.col("role")
+            ),
+        ),
+        (
+            role_known & event.isNotNull() & ~event_known,
+            F.format_string("unknown event '%s' for role '%s'", event, F.col("role")),
+        ),
+    ]
+
+
+def _seq_missing(written: Callable[[str], Column]) -> tuple[Column, Column]:
+    event = F.col("event")
+    return (
+        event.isin(*SEQ_EVENTS) & written("seq").isNull(),
+        F.format_string("missing required field 'seq' on a %s event", event),
+    )
+
+
+def _columnar_checks() -> list[tuple[Column, Column]]:
+    """The rules of the columnar form: its types are the file's own (checked per file), so
+    only what a type cannot say is checked per row."""
+    seq = F.col("seq")
+    return [
+        *_record_checks(F.lit(True), F.col),
+        _seq_missing(F.col),
+        (
+            seq.isNotNull() & (seq < 0),
+            F.format_string("field 'seq' must be an integer >= 0, got %s", seq),
+        ),
+    ]
+
+
+def _reasons(checks: list[tuple[Column, Column]]) -> Column:
+    """Every reason the record is refused, joined by '; ' (null when it is accepted)."""
+    refused = F.lit(False)
+    for when, _ in checks:
+        refused = refused | F.coalesce(when, F.lit(False))
+    # concat_ws skips the nulls: only the failed checks' texts are joined
+    text = F.concat_ws("; ", *[F.when(when, reason) for when, reason in checks])
+    return F.when(refused, text)
 
 
 def _repeated(keys: Column) -> Column:
@@ -173,6 +227,17 @@ def _repeated(keys: Column) -> Column:
     )
 
 
+def _extra(known_present: Column) -> Column:
+    """The fields not documented for the record's role, as written (an empty map if none).
+
+    `known_present` counts the documented fields the record has with a value: when it is
+    the map's size, nothing else is there and the per-key filter is skipped.
+    """
+    unknown = F.map_filter(F.col("_fields"), lambda k, _: ~_is_known_field(k))
+    none = F.create_map().cast(_EXTRA)
+    return F.when(F.size("_fields") > known_present, unknown).otherwise(none)
+
+
 def parse_records(
     lines: DataFrame, position: tuple[str, ...] = ("source_file", "line_number")
 ) -> DataFrame:
@@ -180,6 +245,10 @@ def parse_records(
     (null when accepted) and `_blank` (a blank line is not a record: no fields, no reason).
 
     position: the columns that say where the line is, carried through unchanged.
+
+    Each line is parsed once into a map; each field is looked up in it once, typed once and
+    checked on its typed form, in three projections that Spark keeps apart (a column used
+    twice is computed once).
     """
     blank = F.trim(F.col("value")) == ""
     parsed = lines.select(
@@ -192,23 +261,83 @@ def parse_records(
         # every top-level key as written (a repeated one is kept once by the map above)
         F.when(~blank, F.json_object_keys("value")).alias("_keys"),
     )
-    return (
-        parsed.select(
-            *position,
-            "raw",
-            "_blank",
-            "_fields",
-            "_keys",
-            *[_text(name).alias(name) for name in REQUIRED if name != "ts"],
-            parse_ts(_text("ts")).alias("ts"),
-            *[_typed(name, kind).alias(name) for name, kind in ALL_OPTIONAL.items()],
-        )
-        .select(
-            "*",
-            F.map_filter(F.col("_fields"), lambda k, _: ~_is_known_field(k)).alias("extra"),
-            F.when(~F.col("_blank"), _reasons()).alias("reason"),
-        )
-        .drop("_fields", "_keys")
+    names = [*REQUIRED, *ALL_OPTIONAL]
+    fields = F.col("_fields")
+    texts = parsed.select(
+        *position,
+        "raw",
+        "_blank",
+        "_fields",
+        "_keys",
+        *[fields.getItem(n).alias(n if _is_text(n) else f"_t_{n}") for n in names],
+    )
+    typed = texts.select(
+        "*",
+        parse_ts(_text("ts")).alias("ts"),
+        *[_typed(_text(n), k).alias(n) for n, k in ALL_OPTIONAL.items() if not _is_text(n)],
+    )
+    known_present = F.lit(0)
+    for name in names:
+        has = (F.col(name) if _is_text(name) else _text(name)).isNotNull()
+        if name not in REQUIRED:
+            has = has & F.coalesce(F.col("role").isin(*_roles_knowing(name)), F.lit(False))
+        known_present = known_present + has.cast("int")
+    return typed.select(
+        *position,
+        "raw",
+        "_blank",
+        *names,
+        F.when(fields.isNotNull(), _extra(known_present)).alias("extra"),
+        F.when(~F.col("_blank"), _reasons(_json_checks())).alias("reason"),
+    )
+
+
+def parse_columnar(
+    rows: DataFrame, position: tuple[str, ...] = ("source_file", "line_number")
+) -> DataFrame:
+    """Rows of the columnar form (`position` columns plus TRACE_COLUMNAR's) → what
+    `parse_records` gives for the same records: typed fields, `extra`, `reason`, `_blank`.
+
+    The types are the file's (checked per file by `columnar_problems`); each row is checked
+    for what a type cannot say. `raw` is the row as a JSON object, built only where used.
+    """
+    return rows.select(
+        *position,
+        F.to_json(F.struct(*TRACE_COLUMNAR.names)).alias("raw"),
+        F.lit(False).alias("_blank"),
+        *REQUIRED,
+        *ALL_OPTIONAL,
+        F.coalesce("extra", F.create_map().cast(_EXTRA)).alias("extra"),
+        _reasons(_columnar_checks()).alias("reason"),
+    )
+
+
+def columnar_problems(schema: T.StructType) -> list[str]:
+    """What keeps a file with `schema` from being the columnar form (empty: nothing)."""
+    expected = {f.name: f.dataType.simpleString() for f in TRACE_COLUMNAR}
+    problems = []
+    for field in schema:
+        found = field.dataType.simpleString()
+        if field.name not in expected:
+            problems.append(
+                f"unknown column '{field.name}' ({found}): expected only the fields of trace "
+                "format v1, others as text in the map column 'extra'"
+            )
+        elif found != expected[field.name]:
+            problems.append(f"column '{field.name}' is {found}, expected {expected[field.name]}")
+    return problems
+
+
+def to_columnar(records: DataFrame) -> DataFrame:
+    """Accepted records (parse_records' rows with no reason) → rows of the columnar form."""
+    extra = F.col("extra")
+    return records.select(
+        *[
+            F.col(f.name).cast(f.dataType)
+            if f.name != "extra"
+            else F.when(F.size(extra) > 0, extra).alias("extra")
+            for f in TRACE_COLUMNAR
+        ]
     )
 
 

@@ -14,29 +14,36 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.utils import AnalysisException
 
 from checks.gate import ROW_LEVEL, judge_rows, per_run_counts, violated_rules, violation_counts
 from checks.gate import violation_reasons as rule_reasons
 from checks.run_checks import check_ingested_runs, runs_with_stale_checks
+from ingest.files import read_raw_lines, read_raw_rows
 from ingest.skeleton import Batch, Progress, discover, ingest_files
 from ingest.trace_format import (
     FORMAT_CHECK,
     ROLE_TABLE,
+    columnar_problems,
+    parse_columnar,
     parse_records,
     target_table,
     with_defaults,
 )
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, conform
+from pulsar_audit.errors import InputError
+from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, TRACE_COLUMNAR, conform
 from pulsar_audit.spark import side_by_side
 from pulsar_audit.storage import FileStat
 
 log = logging.getLogger(__name__)
 
-TRACE_SUFFIXES = (".jsonl", ".jsonl.gz")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
+COLUMNAR_SUFFIXES = (".parquet",)  # the columnar form of trace format v1
+TRACE_SUFFIXES = (*JSONL_SUFFIXES, *COLUMNAR_SUFFIXES)
 KIND = "trace"
 
 
@@ -64,9 +71,15 @@ class TraceSource:
     def kind_of(self, path: str) -> str:
         return KIND
 
+    def read(self, spark: SparkSession, batch: Batch) -> DataFrame:
+        return read_raw_lines(spark, batch.uris)
+
+    def parse(self, lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
+        return parse_records(lines, position)
+
     def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
         position = ("source_file", "_file_uri", "_block_start", "_row_id")
-        records = parse_records(lines, position).transform(with_defaults)
+        records = self.parse(lines, position).transform(with_defaults)
         table = target_table(F.col("role"))
         format_ok = F.col("reason").isNull() & ~F.col("_blank")
         violated = F.when(format_ok, violated_rules(table)).otherwise(F.array())
@@ -134,6 +147,31 @@ class TraceSource:
         )
 
 
+class ColumnarTraceSource(TraceSource):
+    """Trace format v1 in its columnar form (Parquet): the same tables, rules and reasons;
+    the types are checked once per file, and a row is line number N of its file."""
+
+    def read(self, spark: SparkSession, batch: Batch) -> DataFrame:
+        for file in batch.files:
+            try:
+                schema = spark.read.parquet(file.read_as).schema
+            except AnalysisException as exc:
+                raise InputError(
+                    f"{file.path}: cannot be read as Parquet (a columnar trace file): "
+                    f"{str(exc).splitlines()[0]}"
+                ) from exc
+            problems = columnar_problems(schema)
+            if problems:
+                raise InputError(
+                    f"{file.path}: not trace format v1's columnar form "
+                    f"(docs/trace-format.md): {'; '.join(problems)}"
+                )
+        return read_raw_rows(spark, batch.uris, TRACE_COLUMNAR)
+
+    def parse(self, lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
+        return parse_columnar(lines, position)
+
+
 def run_file_rows(lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> DataFrame:
     """bronze.run_files: rows each file gave each table for each run (small: from the counts)."""
     rows: dict[tuple[str, str, str], int] = {}
@@ -158,7 +196,11 @@ def ingest_traces(
     listed: the files under `path` when the caller has listed them already.
     """
     files = discover(lakehouse.spark, str(path), TRACE_SUFFIXES, ZK_SUFFIXES, listed)
-    outcome = ingest_files(lakehouse, TraceSource(), files, progress)
+    columnar = [f for f in files if f.name.endswith(COLUMNAR_SUFFIXES)]
+    jsonl = [f for f in files if not f.name.endswith(COLUMNAR_SUFFIXES)]
+    outcome = ingest_files(lakehouse, TraceSource(), jsonl, progress)
+    if columnar:
+        outcome = outcome.plus(ingest_files(lakehouse, ColumnarTraceSource(), columnar, progress))
     touched = {r["run_id"] for r in outcome.counts if r["run_id"] is not None}
     # an ingest killed after its last manifest write but before the checks left runs unchecked
     runs = sorted(touched | set(runs_with_stale_checks(lakehouse)))

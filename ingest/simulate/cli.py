@@ -169,7 +169,7 @@ def cmd_run(ctx: Context) -> int:
 
     args = vars(ctx.args)
     scenario = scenario_from(
-        {k: args.get(k) for k in args if k not in ("handler", "out", "no_gzip")}
+        {k: args.get(k) for k in args if k not in ("handler", "out", "no_gzip", "columnar")}
     )
     pipeline = ctx.config.pipeline
     truth = simulate_run(
@@ -179,6 +179,7 @@ def cmd_run(ctx: Context) -> int:
         pipeline.outage_threshold_ms,
         list(pipeline.backoff_ladder_ms),
         gzip=not ctx.args.no_gzip,
+        columnar=ctx.args.columnar,
     )
     result = {k: truth[k] for k in ("run_id", "config", "faults", "runs", "outages", "generate_s")}
     result["out"] = ctx.args.out
@@ -229,6 +230,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     run.add_argument("--out", required=True, metavar="DIR", help="folder for the run's files")
     run.add_argument(
         "--no-gzip", action="store_true", help="write the trace as plain .jsonl (default .jsonl.gz)"
+    )
+    run.add_argument(
+        "--columnar",
+        action="store_true",
+        help="write the trace as .parquet, trace format v1's columnar form",
     )
     run.set_defaults(handler=cmd_run)
     sweep = kinds.add_parser(

@@ -98,11 +98,12 @@ def simulate_run(
     threshold_ms: int = 100,
     ladder: list[int] | None = None,
     gzip: bool = True,
+    columnar: bool = False,
 ) -> dict[str, Any]:
     """Write one run's trace files and truth.json under `out`; return the truth (a dict).
 
     threshold_ms, ladder: the outage threshold and backoff ladder `analyze` will use; gzip:
-    the trace files as `.jsonl.gz` (default) or plain `.jsonl`.
+    the trace files as `.jsonl.gz` (default) or plain `.jsonl`; columnar: as `.parquet`.
     """
     s = validate(scenario)
     ladder = ladder or DEFAULT_LADDER
@@ -156,7 +157,7 @@ def simulate_run(
             }
         )
     labels = labels.unionByName(T.nonmonotonic_sends(messages))
-    files = write_trace(spark, lines, small, folder, s.run_id, gzip)
+    files = write_trace(spark, lines, small, folder, s.run_id, gzip, columnar)
     story = tell(plan)
     infra_files = write_infra(plan, story.lines, story.zk, folder)
     totals = messages.agg(

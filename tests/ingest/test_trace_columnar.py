@@ -1,0 +1,158 @@
+"""Trace format v1's columnar form (Parquet): the same records, rules and reasons as JSONL."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ingest.files import read_numbered_lines
+from ingest.trace_format import (
+    ALL_OPTIONAL,
+    REQUIRED,
+    columnar_problems,
+    parse_columnar,
+    parse_lines,
+    to_columnar,
+)
+from ingest.traces import ingest_traces
+from pulsar_audit.errors import InputError
+from pulsar_audit.schemas import TRACE_COLUMNAR
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
+KIND_TYPES = {"long": "bigint", "int": "int", "bool": "boolean", "string": "string"}
+LINEAGE = ("source_file", "line_number", "ingest_id", "ingested_at")
+
+
+def _row(**fields):
+    """A columnar row: every column of the form, null unless given."""
+    return tuple(fields.get(name) for name in TRACE_COLUMNAR.names)
+
+
+def test_columnar_schema_is_every_field_of_the_format_typed():
+    types = {f.name: f.dataType.simpleString() for f in TRACE_COLUMNAR}
+    expected = {name: "string" for name in REQUIRED} | {"ts": "timestamp"}
+    expected |= {name: KIND_TYPES[kind] for name, kind in ALL_OPTIONAL.items()}
+    expected["extra"] = "map<string,string>"
+    assert types == expected
+
+
+def test_columnar_rows_get_the_reasons_the_json_form_gives(spark):
+    at = datetime(2025, 3, 4, 10, 15, 30)
+    base = {"run_id": "r", "topic": "t", "client": "p", "ts": at}
+    rows = [
+        _row(**base, role="producer", event="send", seq=1, extra={"host": "h1"}),
+        _row(**{**base, "client": None}, role="producer", event="send", seq=2),
+        _row(**base, role="observer", event="send", seq=3),
+        _row(**base, role="producer", event="receive", seq=4),
+        _row(**base, role="producer", event="send", seq=-4),
+        _row(**base, role="producer", event="send"),
+        _row(**{**base, "ts": None}, role="run", event="config", ensemble_size=3),
+    ]
+    frame = spark.createDataFrame(
+        [(n, *r) for n, r in enumerate(rows, 1)],
+        T.StructType([T.StructField("line_number", T.LongType()), *TRACE_COLUMNAR]),
+    )
+    got = parse_columnar(frame, ("line_number",)).orderBy("line_number").collect()
+    assert [r.reason for r in got] == [
+        None,
+        "missing required field 'client'",
+        "unknown role 'observer' (expected producer, consumer or run)",
+        "unknown event 'receive' for role 'producer'",
+        "field 'seq' must be an integer >= 0, got -4",
+        "missing required field 'seq' on a send event",
+        "missing required field 'ts'",
+    ]
+    first = got[0]
+    assert (first.seq, first.ts, first.extra, first._blank) == (1, at, {"host": "h1"}, False)
+    assert got[6].ensemble_size == 3 and got[1].extra == {}
+
+
+def test_columnar_problems_name_unknown_and_mistyped_columns():
+    schema = T.StructType(
+        [
+            T.StructField("run_id", T.StringType()),
+            T.StructField("seq", T.StringType()),
+            T.StructField("ts", T.TimestampType()),
+            T.StructField("host", T.StringType()),
+        ]
+    )
+    assert columnar_problems(schema) == [
+        "column 'seq' is string, expected bigint",
+        "unknown column 'host' (string): expected only the fields of trace format v1, "
+        "others as text in the map column 'extra'",
+    ]
+    assert columnar_problems(TRACE_COLUMNAR) == []
+
+
+def _table(lakehouse, name: str, *order: str) -> list[dict]:
+    rows = lakehouse.read(name).drop(*LINEAGE).orderBy(*order).collect()
+    return [r.asDict(recursive=True) for r in rows]
+
+
+@pytest.mark.slow
+def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_path):
+    from pulsar_audit.config import load_config
+    from pulsar_audit.delta_io import Lakehouse
+
+    jsonl = tmp_path / "jsonl"
+    shutil.copytree(FIXTURES, jsonl)
+    # The fixture's records the format accepts (some break a row rule), as one Parquet file.
+    records = parse_lines(read_numbered_lines(spark, [str(p) for p in sorted(jsonl.iterdir())]))
+    accepted = records.filter(F.col("reason").isNull()).orderBy("source_file", "line_number")
+    columnar = tmp_path / "columnar"
+    to_columnar(accepted).coalesce(1).write.parquet(str(columnar / "_out"))
+    (part,) = (columnar / "_out").glob("part-*.parquet")
+    part.rename(columnar / "run-a.parquet")
+    shutil.rmtree(columnar / "_out")
+
+    from_jsonl = Lakehouse(spark, load_config("local", lakehouse=str(tmp_path / "lh-j")))
+    from_columnar = Lakehouse(spark, load_config("local", lakehouse=str(tmp_path / "lh-c")))
+    by_jsonl = ingest_traces(from_jsonl, jsonl)
+    by_columnar = ingest_traces(from_columnar, columnar)
+
+    # JSONL: 22 records, 9 accepted, 13 quarantined (3 by a row rule, 10 by the format);
+    # the columnar file holds the 12 the format accepts: the same 9 accepted, the same 3 refused
+    assert (by_jsonl.records, by_jsonl.accepted, by_jsonl.quarantined) == (22, 9, 13)
+    assert (by_columnar.files, by_columnar.records) == (1, 12)
+    assert (by_columnar.accepted, by_columnar.quarantined) == (9, 3)
+    for table, order in (
+        ("producer_events", ("client", "event", "seq")),
+        ("consumer_events", ("client", "event", "seq")),
+        ("run_events", ("event", "ts")),
+    ):
+        assert _table(from_columnar, table, *order) == _table(from_jsonl, table, *order), table
+    refused = {
+        (r.source_file, r.line_number): (r.target_table, r.check, r.reason)
+        for r in from_jsonl.read("quarantine").collect()
+        if r.check != "trace_format"
+    }
+    assert len(refused) == 3
+    # the Parquet file's rows in order: row N is its line N
+    where = {n: (r.source_file, r.line_number) for n, r in enumerate(accepted.collect(), start=1)}
+    expected = {n: refused[at] for n, at in where.items() if at in refused}
+    got = from_columnar.read("quarantine").collect()
+    assert {r.line_number: (r.target_table, r.check, r.reason) for r in got} == expected
+    # its text: the row as a JSON object
+    assert all(r.raw.startswith('{"run_id":"run-a","topic":') for r in got)
+
+
+@pytest.mark.slow
+def test_a_parquet_file_of_another_shape_is_an_input_error(lakehouse, spark, tmp_path):
+    folder = tmp_path / "bad"
+    spark.createDataFrame([("r", "seven")], "run_id string, seq string").coalesce(1).write.parquet(
+        str(folder / "_out")
+    )
+    (part,) = (folder / "_out").glob("part-*.parquet")
+    part.rename(folder / "trace.parquet")
+    shutil.rmtree(folder / "_out")
+    with pytest.raises(
+        InputError,
+        match=r"trace\.parquet: not trace format v1's columnar form.*"
+        r"column 'seq' is string, expected bigint",
+    ):
+        ingest_traces(lakehouse, folder)
