@@ -9,6 +9,7 @@ checks of the touched runs run once, after the last batch.
 from __future__ import annotations
 
 import logging
+import shutil
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from ingest.trace_format import (
     parse_columnar,
     parse_records,
     target_table,
+    to_columnar,
     with_defaults,
 )
 from ingest.zk_ingest import ZK_SUFFIXES
@@ -170,6 +172,41 @@ class ColumnarTraceSource(TraceSource):
 
     def parse(self, lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
         return parse_columnar(lines, position)
+
+
+def write_columnar(lines: DataFrame, folder: Path, prefix: str) -> list[Path]:
+    """Trace lines (`value`) → `<prefix>-NNNNN.parquet` files in `folder`: the columnar form,
+    parsed by this parser. Every line must be a record the format accepts: a refused one
+    fails the write with its reason (nothing half-written is left)."""
+    records = parse_records(lines.withColumn("line_number", F.lit(0)), ("line_number",))
+    refused = F.col("reason").isNotNull() | F.col("_blank")
+    failed = F.raise_error(F.concat(F.lit("a trace line the format refuses: "), "reason"))
+    checked = records.withColumn("run_id", F.when(refused, failed).otherwise(F.col("run_id")))
+    staging = folder / f"_{prefix}.parquet.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        to_columnar(checked).write.mode("overwrite").parquet(str(staging))
+        written = []
+        for n, part in enumerate(sorted(staging.glob("part-*.parquet"))):
+            target = folder / f"{prefix}-{n:05d}.parquet"
+            part.rename(target)
+            written.append(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return written
+
+
+def columnar_from_jsonl(spark: SparkSession, files: list[Path], prefix: str) -> list[Path]:
+    """Rewrite the JSONL trace `files` (of one folder) as columnar files named `prefix`-NNNNN;
+    the JSONL files are removed once the columnar ones are written, so the folder holds each
+    record once."""
+    if not files:
+        return []
+    folder = files[0].parent
+    written = write_columnar(spark.read.text([str(f) for f in files]), folder, prefix)
+    for file in files:
+        file.unlink()
+    return written
 
 
 def run_file_rows(lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> DataFrame:

@@ -92,12 +92,13 @@ def test_another_job_waits_for_the_lock_and_then_gives_up(tmp_path: Path):
     assert free.returncode == 0
 
 
-def test_input_size_counts_gzip_as_its_text(tmp_path: Path):
+def test_input_size_counts_gzip_and_parquet_as_their_text(tmp_path: Path):
     (tmp_path / "a.jsonl").write_bytes(b"x" * 100)
     with gzip.open(tmp_path / "b.jsonl.gz", "wb") as f:
         f.write(b"{}\n")
     gz = (tmp_path / "b.jsonl.gz").stat().st_size
-    assert local_input_bytes(str(tmp_path)) == 100 + 8 * gz
+    (tmp_path / "c.parquet").write_bytes(b"p" * 10)
+    assert local_input_bytes(str(tmp_path)) == 100 + 8 * gz + 16 * 10
     assert local_input_bytes(str(tmp_path / "a.jsonl")) == 100
     assert local_input_bytes(f"file://{tmp_path}/a.jsonl") == 100
     assert local_input_bytes("s3a://bucket/traces") is None

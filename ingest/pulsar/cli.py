@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from ingest.pulsar.chaos import ACTIONS, DEFAULT_HOLD_S, NEEDS_NETNS
@@ -132,9 +133,24 @@ def cmd_capture_run(ctx: Context) -> int:
     from ingest.pulsar.harness import capture
 
     state = _state_for(ctx)
-    result = capture(_capture_options(ctx, state, "control"), state)
+    result = _columnar(ctx, capture(_capture_options(ctx, state, "control"), state))
     ctx.emit(result, _capture_text)
     return EXIT_OK
+
+
+def _columnar(ctx: Context, captured: dict) -> dict:
+    """With --columnar: the run's trace rewritten in the columnar form (Parquet), once the
+    run has ended (the spool writes JSONL: each line is durable as it is written)."""
+    if not ctx.args.columnar:
+        return captured
+    from ingest.traces import columnar_from_jsonl
+
+    out, run_id = Path(captured["out"]), captured["run_id"]
+    jsonl = sorted(out.glob(f"trace-{run_id}-*.jsonl"))
+    written = columnar_from_jsonl(ctx.spark, jsonl, f"trace-{run_id}")
+    captured = {**captured, "trace_files": [str(p) for p in written]}
+    (out / "capture.json").write_text(json.dumps(captured, indent=1, default=str) + "\n")
+    return captured
 
 
 def _capture_text(r: dict) -> str:
@@ -174,6 +190,7 @@ def cmd_chaos_run(ctx: Context) -> int:
     finally:
         if started_here and not args.keep_cluster:
             cluster.down(workdir)
+    captured = _columnar(ctx, captured)
     result = ctx.job("analyze")(ctx, captured["out"])
     ctx.emit({**result, "capture": captured}, _chaos_text)
     return EXIT_OK
@@ -227,6 +244,8 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
                    "fast as --in-flight allows; chaos runs with a fault: 250/s)")  # fmt: skip
     p.add_argument("--hold-s", type=float, default=DEFAULT_HOLD_S, metavar="S",
                    help="how long a network fault holds before the links heal")  # fmt: skip
+    p.add_argument("--columnar", action="store_true", help="rewrite the trace as Parquet (the "
+                   "format's columnar form) when the run ends")  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

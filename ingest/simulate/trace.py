@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from ingest.simulate.consumers import READ_STEP_US, REDELIVERY_LAG, Consumer, read_start_us
 from ingest.simulate.plan import Plan
-from ingest.trace_format import parse_records, to_columnar
+from ingest.traces import write_columnar
 
 ZOOKEEPER_HOST = "zk-0"  # the one ZooKeeper of a simulated cluster (infra.ZOOKEEPER)
 
@@ -165,23 +165,16 @@ def write_trace(
 ) -> list[Path]:
     """Write `lines` plus the `small` driver-built events as trace-<run>-NNNNN.jsonl.gz files
     (`.jsonl`, uncompressed, when not `gzip`; `.parquet`, the format's columnar form, when
-    `columnar`: the lines parsed by ingest's own parser, every one of them accepted)."""
+    `columnar`)."""
     extra = spark.createDataFrame([(json.dumps(e),) for e in small], "value string")
     staging = out / "_spark"
     shutil.rmtree(staging, ignore_errors=True)
     every = lines.unionByName(extra)
-    if columnar:
-        records = parse_records(every.withColumn("line_number", F.lit(0)), ("line_number",))
-        refused = F.col("reason").isNotNull() | F.col("_blank")
-        # the simulator writes only valid records: a refused line is a bug, said loudly
-        failed = F.raise_error(F.concat(F.lit("simulated trace line refused: "), "reason"))
-        checked = records.withColumn("run_id", F.when(refused, failed).otherwise(F.col("run_id")))
-        to_columnar(checked).write.mode("overwrite").parquet(str(staging))
-        parts, suffix = sorted(staging.glob("part-*.parquet")), ".parquet"
-    else:
-        compression = "gzip" if gzip else "none"
-        every.write.mode("overwrite").option("compression", compression).text(str(staging))
-        parts, suffix = sorted(staging.glob("part-*.txt*")), ".jsonl.gz" if gzip else ".jsonl"
+    if columnar:  # parsed by ingest's own parser: a refused line is a simulator bug, said loudly
+        return write_columnar(every, out, f"trace-{run_id}")
+    compression = "gzip" if gzip else "none"
+    every.write.mode("overwrite").option("compression", compression).text(str(staging))
+    parts, suffix = sorted(staging.glob("part-*.txt*")), ".jsonl.gz" if gzip else ".jsonl"
     written = []
     for n, part in enumerate(parts):
         target = out / f"trace-{run_id}-{n:05d}{suffix}"

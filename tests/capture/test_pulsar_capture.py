@@ -120,6 +120,32 @@ def test_capture_run_json_from_the_cli_follows_the_schema(standalone, tmp_path: 
     assert trace_counts(out)[("producer", "send")] == 500
 
 
+def test_capture_run_columnar_writes_parquet_that_ingest_reads(
+    standalone, tmp_path: Path, lakehouse, capsys
+):
+    """`capture run --columnar`: the spool's JSONL becomes the columnar form when the run
+    ends, and ingest takes every event of it."""
+    from ingest.traces import ingest_traces
+    from jobs.cli import main
+
+    out = tmp_path / "columnar"
+    argv = ["capture", "run", "--service-url", standalone.service_url, "--columnar"]
+    argv += ["--admin-url", standalone.admin_url, "--topic", "cli-columnar", "--messages", "300"]
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    validate(result, "capture_run")
+    files = [Path(f) for f in result["trace_files"]]
+    assert files and all(f.suffix == ".parquet" and f.parent == out for f in files)
+    assert sorted(out.glob("trace-*")) == sorted(files)  # the JSONL segments are gone
+    report = ingest_traces(lakehouse, out)
+    # every event the spool made durable, each accepted: 300 sends and 300 acks among them
+    assert report.records == result["events"] > 900
+    assert (report.accepted, report.quarantined) == (report.records, 0)
+    assert report.runs == [result["run_id"]]
+    assert lakehouse.read("producer_events").count() == 600
+
+
 def test_cluster_up_json_from_the_cli_follows_the_schema(standalone_started) -> None:
     """The session's standalone was started by `pulsar-audit cluster up --json` (conftest)."""
     state, printed = standalone_started
