@@ -31,10 +31,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     traces = kinds.add_parser(
         "traces",
         parents=[common],
-        help="load trace files (JSONL, optionally gzip) under PATH",
-        description="Load every new trace file (*.jsonl, *.jsonl.gz) under PATH into bronze; "
-        "refused records go to bronze.quarantine with the reason. Files already ingested "
-        "(same path and content) are skipped.",
+        help="load trace files (JSONL, optionally gzip, or Parquet) under PATH",
+        description="Load every new trace file (*.jsonl, *.jsonl.gz, *.parquet) under PATH "
+        "into bronze; refused records go to bronze.quarantine with the reason. Files already "
+        "ingested (same path and content) are skipped.",
     )
     traces.add_argument("path", metavar="PATH", help="a trace file or a folder of them")
     traces.set_defaults(handler=cmd_ingest_traces)

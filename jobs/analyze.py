@@ -118,8 +118,8 @@ def check_inputs(path: str | Path) -> None:
 def require_inputs(path: str, inputs: Inputs) -> None:
     if inputs.empty():
         raise InputError(
-            f"{path}: no trace files (*.jsonl, *.jsonl.gz), no logs (logs/broker|bookie|client/"
-            f"*.log) and no ZooKeeper captures (*.zk.jsonl) found there"
+            f"{path}: no trace files (*.jsonl, *.jsonl.gz, *.parquet), no logs "
+            "(logs/broker|bookie|client/*.log) and no ZooKeeper captures (*.zk.jsonl) found there"
         )
 
 
