@@ -121,7 +121,7 @@ def _compute(
     say: Callable[[str], None],
 ) -> None:
     """Build silver, then gold, each table computed once and kept (checkpointed) for the steps
-    after it; then write all five side by side (one commit each, overlapping)."""
+    after it; then write four side by side (one commit each, overlapping), anomalies last."""
     kept: dict[str, DataFrame] = {}
 
     def keep(table: str, df: DataFrame) -> DataFrame:
@@ -140,7 +140,11 @@ def _compute(
         say("gold: run summary")
         keep("run_summary", build_summary(events, shared, silver, anomalies, outages))
         say("writing silver and gold")
-        side_by_side(*(_replace(lakehouse, table, df, runs) for table, df in kept.items()))
+        # gold.anomalies last: its version marks a finished recomputation (`--as-of VERSION`
+        # reads every table as of just before the next one begins; serve/forensics.py)
+        first = {table: df for table, df in kept.items() if table != "anomalies"}
+        side_by_side(*(_replace(lakehouse, table, df, runs) for table, df in first.items()))
+        _replace(lakehouse, "anomalies", kept["anomalies"], runs)()
     finally:
         for df in kept.values():
             release(df)
