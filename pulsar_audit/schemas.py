@@ -35,38 +35,6 @@ LINEAGE_FIELDS = [
     _f("ingested_at", _TS, False),
 ]
 
-# ----------------------------------------------------------------------------- inputs
-
-# Trace format v1, columnar form (docs/trace-format.md): one row per record, every field of
-# every role as a typed column (absent: null), the fields the format does not document in
-# `extra` as their JSON text. A file may leave out any column; it may hold no other.
-TRACE_COLUMNAR = T.StructType(
-    [
-        *[_f(name, _STR) for name in ("run_id", "topic", "role", "client", "event")],
-        _f("ts", _TS),
-        _f("partition", _INT),
-        _f("event_index", _LONG),
-        _f("seq", _LONG),
-        _f("ledger_id", _LONG),
-        _f("entry_id", _LONG),
-        _f("batch_index", _INT),
-        _f("error", _STR),
-        _f("subscription", _STR),
-        _f("producer", _STR),
-        _f("redelivery_count", _INT),
-        _f("ensemble_size", _INT),
-        _f("write_quorum", _INT),
-        _f("ack_quorum", _INT),
-        _f("brokers", _INT),
-        _f("bookies", _INT),
-        _f("deduplication", _BOOL),
-        _f("scenario", _STR),
-        _f("action", _STR),
-        _f("target", _STR),
-        _f("extra", _EXTRA),
-    ]
-)
-
 # ----------------------------------------------------------------------------- bronze
 
 # One producer-side trace event (send, ack or nack) of one message.
@@ -133,6 +101,26 @@ RUN_EVENTS = T.StructType(
         *LINEAGE_FIELDS,
     ]
 )
+
+
+def _columnar(*tables: T.StructType) -> T.StructType:
+    """Every field the event tables take from a trace record, each once and nullable, with
+    `role` (which routes a record to its table) and `extra` last."""
+    lineage = {f.name for f in LINEAGE_FIELDS}
+    fields: dict[str, T.StructField] = {}
+    for table in tables:
+        for field in table.fields:
+            if field.name not in lineage and field.name != "extra":
+                fields.setdefault(field.name, _f(field.name, field.dataType))
+            if field.name == "topic":  # as a record is written: run_id, topic, role, ...
+                fields.setdefault("role", _f("role", _STR))
+    return T.StructType([*fields.values(), _f("extra", _EXTRA)])
+
+
+# Trace format v1, columnar form (docs/trace-format.md): one row per record, every field of
+# every role as a typed column (absent: null), the fields the format does not document in
+# `extra` as their JSON text. A file may leave out any column; it may hold no other.
+TRACE_COLUMNAR = _columnar(PRODUCER_EVENTS, CONSUMER_EVENTS, RUN_EVENTS)
 
 # One line (or multi-line entry) of a broker, bookie or client log, parsed or kept raw.
 # parse_error of a line that is no log entry (application output between the log lines):
