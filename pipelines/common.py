@@ -13,6 +13,8 @@ from pulsar_audit.schemas import ANOMALIES, CAUSE, conform
 MESSAGE_KEY = ["run_id", "topic", "partition", "producer", "seq"]
 # An anomaly block is one contiguous seq range of one kind under this key.
 BLOCK_KEY = ["run_id", "topic", "subscription", "partition", "producer", "kind"]
+# What message_history's `subscriptions` holds for each subscription a message reached.
+SUBSCRIPTION_ENTRY = ["subscription", "deliveries", "first_ts", "last_ts"]
 # A client's own order: ts, ties broken by event_index, then input position for determinism.
 EVENT_ORDER = ["ts", "event_index", "source_file", "line_number"]
 
@@ -96,6 +98,19 @@ def from_producer() -> Column:
         F.col("partition") >= 0,
         F.format_string("from producer %s on partition %d", F.col("producer"), F.col("partition")),
     ).otherwise(F.format_string("from producer %s", F.col("producer")))
+
+
+def delivered_to(message_history: DataFrame) -> DataFrame:
+    """One row per (message, subscription it was delivered to): the message's own columns and,
+    from its `subscriptions` entry, subscription, deliveries, first_ts and last_ts.
+
+    Read from silver.message_history alone (one narrow pass): the per-message detectors
+    need no scan or shuffle of silver.delivery."""
+    entry = F.explode("subscriptions").alias("entry")
+    return message_history.select("*", entry).select(
+        *[c for c in message_history.columns if c != "subscriptions"],
+        *[F.col(f"entry.{c}").alias(c) for c in SUBSCRIPTION_ENTRY],
+    )
 
 
 def with_seq_block(df: DataFrame, keys: list[str]) -> DataFrame:

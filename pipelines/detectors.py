@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from pipelines.common import (
     MESSAGE_KEY,
+    delivered_to,
     from_producer,
     plural,
     seq_blocks,
@@ -37,27 +38,18 @@ KINDS = [
 PRODUCER_KINDS = ["nonmonotonic_send"]
 
 
-def delivered_messages(delivery: DataFrame) -> DataFrame:
-    """One row per message delivered to a subscription: deliveries, first_ts, last_ts."""
-    return delivery.groupBy(*SUBSCRIBED_MESSAGE).agg(
-        F.count("*").alias("deliveries"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
-    )
-
-
-def detect_lost_or_unseen(
-    message_history: DataFrame, delivery: DataFrame, subscriptions: DataFrame
-) -> DataFrame:
+def detect_lost_or_unseen(message_history: DataFrame, subscriptions: DataFrame) -> DataFrame:
     """Acked messages a subscription never got: `lost` if all its consumers ended, else `unseen`."""
     topic_subscriptions = F.broadcast(
         subscriptions.select("run_id", "topic", "subscription", "all_ended")
     )
+    got_it = F.exists("subscriptions", lambda s: s["subscription"] == F.col("subscription"))
     missing = (
         message_history.filter(F.col("acked"))
-        .select(*MESSAGE_KEY, "send_ts", "ack_ts")
+        .select(*MESSAGE_KEY, "send_ts", "ack_ts", "subscriptions")
         .join(topic_subscriptions, ["run_id", "topic"], how="inner")
-        .join(delivery.select(*SUBSCRIBED_MESSAGE), SUBSCRIBED_MESSAGE, how="left_anti")
+        .filter(~got_it)
+        .drop("subscriptions")
         .withColumn("kind", F.when(F.col("all_ended"), "lost").otherwise("unseen"))
     )
     blocks = seq_blocks(
@@ -166,18 +158,15 @@ def detect_out_of_order(delivery: DataFrame) -> DataFrame:
     return to_anomalies(blocks.withColumn("explanation", explanation))
 
 
-def detect_unacked_received(message_history: DataFrame, delivery: DataFrame) -> DataFrame:
+def detect_unacked_received(message_history: DataFrame) -> DataFrame:
     """Delivered messages the producer never saw acked (informational, not a violation)."""
-    unacked = (
-        delivered_messages(delivery)
-        .join(message_history.select(*MESSAGE_KEY, "acked", "nacked"), MESSAGE_KEY, how="left")
-        .filter(~F.coalesce("acked", F.lit(False)))
-        .withColumn("kind", F.lit("unacked_received"))
+    unacked = delivered_to(message_history.filter(~F.col("acked"))).withColumn(
+        "kind", F.lit("unacked_received")
     )
     blocks = seq_blocks(
         unacked,
         F.count("*").alias("count"),
-        F.sum(F.coalesce("nacked", F.lit(False)).cast("long")).alias("nacked"),
+        F.sum(F.col("nacked").cast("long")).alias("nacked"),
         F.min("first_ts").alias("first_ts"),
         F.max("last_ts").alias("last_ts"),
     )
@@ -207,11 +196,11 @@ def detect_anomalies(
     `pipelines.duplicates.run_deduplication`; producer_events (bronze): for non-monotonic send.
     """
     found = (
-        detect_lost_or_unseen(message_history, delivery, subscriptions)
-        .unionByName(detect_duplicated(message_history, delivery, deduplication))
+        detect_lost_or_unseen(message_history, subscriptions)
+        .unionByName(detect_duplicated(message_history, deduplication))
         .unionByName(detect_redelivered(delivery))
         .unionByName(detect_out_of_order(delivery))
-        .unionByName(detect_unacked_received(message_history, delivery))
+        .unionByName(detect_unacked_received(message_history))
         .unionByName(detect_poll_skip(message_history, delivery, subscriptions))
     )
     if producer_events is None:

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 from pipelines.common import (
     BLOCK_KEY,
     MESSAGE_KEY,
+    delivered_to,
     from_producer,
     plural,
     seq_range,
@@ -72,28 +73,22 @@ def _copies_by_block(with_block: DataFrame) -> DataFrame:
     )
 
 
-def detect_duplicated(
-    message_history: DataFrame, delivery: DataFrame, deduplication: DataFrame
-) -> DataFrame:
+def detect_duplicated(message_history: DataFrame, deduplication: DataFrame) -> DataFrame:
     """Messages delivered to a subscription and stored under ≥ 2 MessageIds; count = messages.
 
     A block's time is when it was written twice: from the first send to the last ack (the
     second copy is stored after the failover that made the producer send again, so that is
-    where its cause lies). Without producer events (a consumer-only trace), the deliveries'.
+    where its cause lies). Without producer events (a consumer-only trace), the deliveries'
+    to the subscription. Read from silver.message_history alone (its `copies` and
+    `subscriptions`): no scan of silver.delivery.
     """
-    stored_again = message_history.filter(F.size("copies") >= 2).select(
-        *MESSAGE_KEY, "copies", "ack_id", "send_ts", "ack_ts"
-    )
-    delivered = delivery.groupBy(*SUBSCRIBED_MESSAGE).agg(
-        F.min("ts").alias("delivered_first"), F.max("ts").alias("delivered_last")
-    )
     with_block = with_seq_block(
-        delivered.join(stored_again, MESSAGE_KEY, how="inner").select(
+        delivered_to(message_history.filter(F.size("copies") >= 2)).select(
             *SUBSCRIBED_MESSAGE,
             "copies",
             "ack_id",
-            F.coalesce("send_ts", "ack_ts", "delivered_first").alias("first_ts"),
-            F.coalesce("ack_ts", "send_ts", "delivered_last").alias("last_ts"),
+            F.coalesce("send_ts", "ack_ts", "first_ts").alias("first_ts"),
+            F.coalesce("ack_ts", "send_ts", "last_ts").alias("last_ts"),
             F.lit("duplicated").alias("kind"),
         ),
         BLOCK_KEY,

@@ -106,22 +106,23 @@ def consumer_views(ranks: DataFrame, delivery: DataFrame) -> DataFrame:
     """Per consumer of `delivery`: the stored MessageIds no other consumer of its subscription
     received, ranked in storage order (ranks' columns plus subscription and consumer)."""
     members = delivery.select(*TOPIC_PARTITION, "subscription", "consumer").distinct()
-    received = delivery.select(
-        *TOPIC_PARTITION, "subscription", F.col("consumer").alias("receiver"), *ID
-    ).distinct()
-    by_another = [
-        *[F.col(f"v.{c}").eqNullSafe(F.col(f"o.{c}")) for c in [*TOPIC_PARTITION, "subscription"]],
-        *[F.col(f"v.{c}").eqNullSafe(F.col(f"o.{c}")) for c in ID],
-        F.col("v.consumer") != F.col("o.receiver"),
+    receivers = delivery.groupBy(*TOPIC_PARTITION, "subscription", *ID).agg(
+        F.collect_set("consumer").alias("receivers")
+    )
+    same_id = [
+        F.col(f"v.{c}").eqNullSafe(F.col(f"o.{c}")) for c in [*TOPIC_PARTITION, "subscription", *ID]
     ]
-    condition = by_another[0]
-    for part in by_another[1:]:
+    condition = same_id[0]
+    for part in same_id[1:]:
         condition = condition & part
+    only_by_itself = F.forall("o.receivers", lambda receiver: receiver == F.col("v.consumer"))
     view = (
         ranks.drop("rank")
         .join(F.broadcast(members), TOPIC_PARTITION, how="inner")
         .alias("v")
-        .join(received.alias("o"), condition, how="left_anti")
+        .join(receivers.alias("o"), condition, how="left")
+        .filter(F.col("o.receivers").isNull() | only_by_itself)
+        .select("v.*")
     )
     in_storage_order = (
         W.partitionBy(*TOPIC_PARTITION, "subscription", "consumer")

@@ -10,6 +10,7 @@ from pyspark.sql import types as T
 from pipelines.common import (
     EVENT_ORDER,
     MESSAGE_KEY,
+    SUBSCRIPTION_ENTRY,
     event_order,
     is_ack,
     is_end,
@@ -189,7 +190,7 @@ def _delivery_side(delivery: DataFrame) -> DataFrame:
         F.max("ts").alias("last_ts"),
         F.collect_set(message_id()).alias("ids"),
     )
-    entry = F.struct("subscription", "deliveries", "first_ts", "last_ts")
+    entry = F.struct(*SUBSCRIPTION_ENTRY)
     return per_subscription.groupBy(*MESSAGE_KEY).agg(
         F.array_sort(F.collect_list(entry)).alias("subscriptions"),
         F.array_distinct(F.flatten(F.collect_list("ids"))).alias("delivered_copies"),
