@@ -32,6 +32,32 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.markexpr = ""
 
 
+# `make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`): each test goes
+# to a worker with the others of its group, so that what a group shares is set up once.
+# Everything that talks to a real Pulsar or ZooKeeper (one standalone per session, fixed
+# cluster processes, network namespaces) is one group; the folders whose session fixtures
+# build a lakehouse or a model store are one group each; any other module is its own group
+# (its module fixtures, e.g. an analyze of the examples, then run once).
+CLUSTER_MARKERS = ("pulsar", "zookeeper")
+CLUSTER_FOLDERS = ("capture", "zk")
+SESSION_FIXTURE_FOLDERS = ("serve", "reliability", "models")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+
+
+def _worker_group(item: pytest.Item) -> str:
+    folder = Path(item.path).parent.name
+    if folder in CLUSTER_FOLDERS or any(item.get_closest_marker(m) for m in CLUSTER_MARKERS):
+        return "cluster"
+    if folder in SESSION_FIXTURE_FOLDERS:
+        return folder
+    return item.nodeid.split("::")[0]
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):
     from pulsar_audit.spark import get_spark
