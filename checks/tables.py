@@ -52,16 +52,6 @@ def _count_where(condition: Column, name: str) -> Column:
     return F.sum(F.when(condition, 1).otherwise(0)).cast("long").alias(name)
 
 
-def _duplicate_event_index(events: DataFrame, name: str) -> DataFrame:
-    keyed = events.filter(F.col("event_index").isNotNull())
-    return (
-        keyed.groupBy("run_id", "client", "event_index")
-        .agg(F.count(F.lit(1)).alias("n"))
-        .groupBy("run_id")
-        .agg(_count_where(F.col("n") > 1, name))
-    )
-
-
 def with_resolved_producer(receives: DataFrame, producers: DataFrame) -> DataFrame:
     """Fill a receive's missing `producer` when its (run, topic) has exactly one producer."""
     sole = (
@@ -70,39 +60,77 @@ def with_resolved_producer(receives: DataFrame, producers: DataFrame) -> DataFra
         .select("run_id", "topic", F.when(F.col("_producers") == 1, F.col("_sole")).alias("_sole"))
     )
     return (
-        receives.join(sole, on=["run_id", "topic"], how="left")
+        receives.join(F.broadcast(sole), on=["run_id", "topic"], how="left")
         .withColumn("producer", F.coalesce("producer", "_sole"))
         .drop("_sole")
+    )
+
+
+def _message_counts(producer: DataFrame, consumer: DataFrame) -> DataFrame:
+    """Per run: sends, orphan_acks, receives_never_sent, unresolved_producer — from one
+    aggregation per message of the producer events and the resolved receives together."""
+    flags = ("_send", "_completion", "_receive", "_unresolved")
+
+    def rows(df: DataFrame, producer_col: Column, **set_flags: Column) -> DataFrame:
+        return df.select(
+            *_MESSAGE[:3],
+            producer_col.alias("producer"),
+            "seq",
+            *[set_flags.get(f, F.lit(0)).cast("long").alias(f) for f in flags],
+        )
+
+    receives = with_resolved_producer(consumer.filter(F.col("event") == "receive"), producer)
+    resolved = F.col("producer").isNotNull()
+    events = rows(
+        producer,
+        F.col("client"),
+        _send=F.col("event") == "send",
+        _completion=F.col("event").isin("ack", "nack"),
+    ).unionByName(rows(receives, F.col("producer"), _receive=resolved, _unresolved=~resolved))
+    per_message = events.groupBy(*_MESSAGE).agg(*[F.sum(f).alias(f) for f in flags])
+    # a message whose key has a null part matches no send (as a join on the key would have it)
+    has_key = F.lit(True)
+    for column in _MESSAGE:
+        has_key = has_key & F.col(column).isNotNull()
+    unmatched = ~(has_key & (F.col("_send") > 0))
+    return per_message.groupBy("run_id").agg(
+        F.sum("_send").alias("sends"),
+        F.sum(F.when(unmatched, F.col("_completion")).otherwise(0)).alias("orphan_acks"),
+        F.sum(F.when(unmatched, F.col("_receive")).otherwise(0)).alias("receives_never_sent"),
+        F.sum("_unresolved").alias("unresolved_producer"),
+    )
+
+
+def _duplicate_event_indexes(producer: DataFrame, consumer: DataFrame) -> DataFrame:
+    """Per run: (run, client, event_index) shared by several producer / consumer events."""
+    keyed = (
+        producer.select("run_id", "client", "event_index", F.lit("producer").alias("_side"))
+        .unionByName(
+            consumer.select("run_id", "client", "event_index", F.lit("consumer").alias("_side"))
+        )
+        .filter(F.col("event_index").isNotNull())
+    )
+    repeated = (
+        keyed.groupBy("run_id", "_side", "client", "event_index")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .filter(F.col("n") > 1)
+    )
+    return repeated.groupBy("run_id").agg(
+        *[
+            _count_where(F.col("_side") == side, f"duplicate_{side}_event_index")
+            for side in ("producer", "consumer")
+        ]
     )
 
 
 def run_metrics(
     producer: DataFrame, consumer: DataFrame, run: DataFrame, quarantine: DataFrame
 ) -> DataFrame:
-    """One row per run with every metric of TABLE_METRICS (inputs already filtered to the runs)."""
-    sends = (
-        producer.filter(F.col("event") == "send")
-        .select(*_MESSAGE[:3], F.col("client").alias("producer"), "seq")
-        .distinct()
-    )
-    completions = producer.filter(F.col("event").isin("ack", "nack")).select(
-        *_MESSAGE[:3], F.col("client").alias("producer"), "seq"
-    )
-    receives = with_resolved_producer(consumer.filter(F.col("event") == "receive"), producer)
-    orphan = (
-        completions.join(sends, on=_MESSAGE, how="left_anti")
-        .groupBy("run_id")
-        .agg(F.count(F.lit(1)).alias("orphan_acks"))
-    )
-    resolved = receives.filter(F.col("producer").isNotNull())
-    never_sent = (
-        resolved.join(sends, on=_MESSAGE, how="left_anti")
-        .groupBy("run_id")
-        .agg(F.count(F.lit(1)).alias("receives_never_sent"))
-    )
-    unresolved = receives.groupBy("run_id").agg(
-        _count_where(F.col("producer").isNull(), "unresolved_producer")
-    )
+    """One row per run with every metric of TABLE_METRICS (inputs already filtered to the runs).
+
+    A few aggregations unioned and summed per run (no join per metric): a check costs a
+    handful of Spark stages whatever the number of metrics.
+    """
     config_cols = ["ensemble_size", "write_quorum", "ack_quorum", "deduplication"]
     configs = (
         run.filter(F.col("event") == "config")
@@ -118,21 +146,26 @@ def run_metrics(
         ]
     )
     parts = [
-        producer.groupBy("run_id").agg(_count_where(F.col("event") == "send", "sends")),
-        orphan,
-        _duplicate_event_index(producer, "duplicate_producer_event_index"),
-        never_sent,
-        unresolved,
-        _duplicate_event_index(consumer, "duplicate_consumer_event_index"),
+        _message_counts(producer, consumer),
+        _duplicate_event_indexes(producer, consumer),
         configs,
         quarantined,
+        # every run with a row anywhere (the final aggregation's partial step dedupes them)
+        *[df.select("run_id") for df in (producer, consumer, run, quarantine)],
     ]
-    runs = producer.select("run_id").union(consumer.select("run_id")).union(run.select("run_id"))
-    metrics = runs.union(quarantine.select("run_id")).distinct()
+    metrics = [m for m in TABLE_METRICS]
+    every = None
     for part in parts:
-        metrics = metrics.join(part, on="run_id", how="left")
-    return metrics.select(
-        "run_id", *[F.coalesce(F.col(m), F.lit(0)).cast("long").alias(m) for m in TABLE_METRICS]
+        widened = part.select(
+            "run_id",
+            *[
+                (F.col(m) if m in part.columns else F.lit(None)).cast("long").alias(m)
+                for m in metrics
+            ],
+        )
+        every = widened if every is None else every.unionByName(widened)
+    return every.groupBy("run_id").agg(
+        *[F.coalesce(F.sum(m), F.lit(0)).cast("long").alias(m) for m in metrics]
     )
 
 

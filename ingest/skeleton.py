@@ -347,4 +347,6 @@ def _record_files(
         )
         for f in batch.files
     ]
-    lakehouse.merge("ingested_files", lakehouse.spark.createDataFrame(rows, INGESTED_FILES))
+    # only files the manifest does not hold were taken in (`new_files`, under the ingest
+    # lock): their rows are new keys, appended
+    lakehouse.append("ingested_files", lakehouse.spark.createDataFrame(rows, INGESTED_FILES))

@@ -22,17 +22,18 @@ from ingest.skeleton import wanted_by
 from ingest.traces import TRACE_SUFFIXES, ingest_traces
 from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
 from jobs import receipt
-from pipelines.causes import refresh_causes
+from pipelines.causes import CAUSE_OUTPUTS, refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.job import PIPELINE_VERSION, run_pipeline
 from pipelines.recognition import recognized_by_source
 from pipelines.summary import summary_report
 from pulsar_audit import faults
 from pulsar_audit.config import Config
+from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.schemas import TABLES
-from pulsar_audit.spark import side_by_side, spark_stage
+from pulsar_audit.spark import local_input_bytes, side_by_side, spark_stage
 from pulsar_audit.storage import FileStore, local_form, precheck_local, segments
 from serve.alert_job import raise_and_send
 
@@ -161,13 +162,19 @@ def refresh_gold(
     config: Config,
     run_ids: list[str] | None = None,
     progress: Progress | None = None,
+    ingested: Ingested | None = None,
 ) -> list[str]:
     """Recompute changed runs, rebuild the infrastructure timeline, rank every finding's causes.
 
-    Each of the three is skipped when its inputs did not change.
+    Each of the three is skipped when its inputs did not change. ingested: what this job has
+    just taken in (its stages then know their inputs changed without comparing versions).
     """
-    fingerprint = gold_inputs(lakehouse, config)
-    if run_ids is None and lakehouse.stage_is_current("gold", fingerprint):
+    ingested = ingested or Ingested()
+    if (
+        run_ids is None
+        and not ingested.any()
+        and lakehouse.stage_is_current("gold", gold_inputs(lakehouse, config))
+    ):
         log.info("gold: no input changed since the last analyze, nothing to recompute")
         return []
 
@@ -175,16 +182,29 @@ def refresh_gold(
         with stage("pipeline", progress):
             return run_pipeline(lakehouse, config, run_ids, progress)
 
-    def timeline() -> None:
+    def timeline() -> bool:
         with stage("infrastructure timeline", progress):
-            refresh_infra_events(lakehouse)
+            return refresh_infra_events(lakehouse, changed=ingested.infrastructure)
 
     # silver and gold of the runs, and the timeline of the logs, come from different tables
-    recomputed, _ = side_by_side(pipeline, timeline)
+    recomputed, rebuilt = side_by_side(pipeline, timeline)
+    # what the correlation does not change is complete: committed while it runs
+    lakehouse.commit_behind([t for t in lakehouse.pending() if t not in CAUSE_OUTPUTS])
     with stage("causes", progress):
-        refresh_causes(lakehouse, config)
-    lakehouse.record_stage("gold", fingerprint)
+        refresh_causes(lakehouse, config, changed=bool(recomputed) or rebuilt)
+    lakehouse.record_stage("gold", lambda: gold_inputs(lakehouse, config))
     return recomputed
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """Whether a job has just taken in new trace files, and new logs or ZooKeeper captures."""
+
+    traces: bool = False
+    infrastructure: bool = False
+
+    def any(self) -> bool:
+        return self.traces or self.infrastructure
 
 
 @contextmanager
@@ -220,12 +240,33 @@ def analyze(
     "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes. When
     alert sinks are configured, new alerts are raised and sent, and "alerts" says how it went;
     when logs were ingested, "recognized" says per source how many entries a pattern knew.
+
+    On a local lakehouse, for an input of about one ingest batch, the job's writes are
+    deferred (pulsar_audit/deferred.py): every stage reads what the stages before it wrote
+    from memory, and each table is committed once; the job holds the ingest lock throughout.
     """
     check_inputs(path)
     is_folder, inputs = list_inputs(lakehouse, path)
     with stage("create tables", progress):
         lakehouse.create_all()
+    if not defers(lakehouse, local_input_bytes(str(path))):
+        return _analyze(lakehouse, config, path, is_folder, inputs, progress)
+    job = DeferredLakehouse(lakehouse)
+    try:
+        with lakehouse.exclusive("ingest"):
+            return _analyze(job, config, path, is_folder, inputs, progress)
+    finally:
+        job.release()
 
+
+def _analyze(
+    lakehouse: Lakehouse,
+    config: Config,
+    path: str | Path,
+    is_folder: bool,
+    inputs: Inputs,
+    progress: Progress | None,
+) -> dict[str, Any]:
     def traces() -> dict[str, Any]:
         with stage("ingest traces", progress):
             listed = inputs.traces if is_folder else None
@@ -239,19 +280,43 @@ def analyze(
 
     # different files into different tables (both note theirs in bronze.ingested_files)
     report, infra = side_by_side(traces, infrastructure)
-    refresh_gold(lakehouse, config, progress=progress)
+    lakehouse.commit_behind(lakehouse.pending())  # bronze is complete: committed meanwhile
+    ingested = Ingested(
+        traces=report["files"] > 0, infrastructure=infra["log_files"] + infra["zk_files"] > 0
+    )
+    refresh_gold(lakehouse, config, progress=progress, ingested=ingested)
+
+    def summary() -> dict[str, Any]:
+        with stage("summary", progress):
+            found = summary_report(lakehouse)
+        if infra["log_files"]:  # what the patterns understood of the logs just taken in
+            with stage("log recognition", progress):
+                found["recognized"] = recognized_by_source(lakehouse)
+        return found
+
+    deferred = isinstance(lakehouse, DeferredLakehouse)
     keeps_receipt = receipt.applies(config)
-    before = lakehouse.versions(TABLES) if keeps_receipt else None
-    with stage("summary", progress):
-        summary = summary_report(lakehouse)
-    result = {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **summary}
-    if infra["log_files"]:  # what the patterns understood of the logs just taken in
-        with stage("log recognition", progress):
-            result["recognized"] = recognized_by_source(lakehouse)
+    if deferred:
+        # the summary is read from what the job wrote, while it is committed
+        _, found = side_by_side(lambda: _commit(lakehouse, progress), summary)
+        alone = lakehouse.committed_alone()
+    else:
+        before = lakehouse.versions(TABLES) if keeps_receipt else None
+        found = summary()
+    result = {"ingest": {k: report[k] for k in INGEST_FIELDS}, "infra": infra, **found}
     if config.alerts.sinks:
         with stage("alerts", progress):
-            result["alerts"] = raise_and_send(lakehouse, config)
+            # sent only once committed, through the plain lakehouse: a send is never deferred
+            plain = Lakehouse(lakehouse.spark, lakehouse.config) if deferred else lakehouse
+            result["alerts"] = raise_and_send(plain, config)
     # Nothing else wrote while the result was read back: a rerun may answer from it.
-    if keeps_receipt and lakehouse.versions(TABLES) == before:
-        receipt.write_receipt(config, path, before, result)
+    if keeps_receipt:
+        now = lakehouse.versions(TABLES)
+        if (alone and not config.alerts.sinks) if deferred else now == before:
+            receipt.write_receipt(config, path, now, result)
     return result
+
+
+def _commit(lakehouse: DeferredLakehouse, progress: Progress | None) -> None:
+    with stage("commit", progress):
+        lakehouse.commit()

@@ -16,24 +16,29 @@ log = logging.getLogger(__name__)
 
 
 CAUSE_INPUTS = ("anomalies", "outages", "infra_events")
+# the tables whose `causes` the correlation sets
+CAUSE_OUTPUTS = ("anomalies", "outages")
 
 
-def refresh_causes(lakehouse: Lakehouse, config: Config) -> bool:
-    """Rank causes unless findings and infrastructure events are as they were; True if ranked."""
+def refresh_causes(lakehouse: Lakehouse, config: Config, changed: bool = False) -> bool:
+    """Rank causes unless findings and infrastructure events are as they were; True if ranked.
+
+    changed: the job has just recomputed findings or the timeline (no need to compare).
+    """
     pipeline = config.pipeline
 
     def fingerprint() -> str:
         versions = sorted(lakehouse.versions(CAUSE_INPUTS).items())
         return f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{versions}"
 
-    if lakehouse.stage_is_current("causes", fingerprint()):
+    if not changed and lakehouse.stage_is_current("causes", fingerprint()):
         log.info("causes: findings and infrastructure events unchanged, causes kept")
         return False
-    if lakehouse.versions(["infra_events"])["infra_events"] <= 0:  # 0: created, never written
+    if not lakehouse.written("infra_events"):
         log.info("causes: no infrastructure timeline, every finding keeps an empty cause list")
         return False
     attach_causes(lakehouse, config)
-    lakehouse.record_stage("causes", fingerprint())
+    lakehouse.record_stage("causes", fingerprint)
     return True
 
 

@@ -62,9 +62,11 @@ def cmd_pipeline(ctx: Context) -> int:
     from pipelines.infra_events import refresh_infra_events
     from pipelines.job import run_pipeline
 
-    runs = run_pipeline(ctx.lakehouse, ctx.config, requested_runs(ctx.args), ctx.progress())
-    refresh_infra_events(ctx.lakehouse)
-    refresh_causes(ctx.lakehouse, ctx.config)
+    # one job at a time writes what analyze writes (analyze holds the lock throughout)
+    with ctx.lakehouse.exclusive("ingest"):
+        runs = run_pipeline(ctx.lakehouse, ctx.config, requested_runs(ctx.args), ctx.progress())
+        refresh_infra_events(ctx.lakehouse)
+        refresh_causes(ctx.lakehouse, ctx.config)
     ctx.emit(
         {"recomputed": runs},
         lambda r: (

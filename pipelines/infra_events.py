@@ -32,46 +32,51 @@ LOG_TABLES = ("broker_log", "bookie_log", "client_log")
 EVENT_SOURCES = ["broker", "bookie", "client", "zookeeper"]
 
 
-def _nonempty(c: Column) -> Column:
-    return F.when(c != "", c)
+# The pattern table becomes three very wide expressions (a CASE chain over ~120 patterns and
+# the named groups' extraction). They are written as SQL text, parsed once in the JVM: built
+# with the Column API they cost one py4j round trip per node, thousands per build (seconds).
+
+
+def sql_string(value: str) -> str:
+    """`value` as a Spark SQL string literal (backslash escapes on, Spark's default)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def pattern_number(patterns: list[LogPattern]) -> Column:
     """Index of the first pattern the entry matches (null when none does)."""
-    chosen = None
-    for number, p in enumerate(patterns):
-        matches = (
-            F.col("source").isin(*p.sources)
-            & F.col("logger").rlike(p.logger)
-            & F.col("message").rlike(p.java_message())
-        )
-        chosen = F.when(matches, number) if chosen is None else chosen.when(matches, number)
-    return chosen
+    cases = " ".join(
+        f"WHEN source IN ({', '.join(sql_string(s) for s in p.sources)}) "
+        f"AND logger RLIKE {sql_string(p.logger)} "
+        f"AND message RLIKE {sql_string(p.java_message())} THEN {number}"
+        for number, p in enumerate(patterns)
+    )
+    return F.expr(f"CASE {cases} END")
+
+
+def _extracted(p: LogPattern, group: str) -> str:
+    return f"regexp_extract(message, {sql_string(p.java_message())}, {p.groups()[group]})"
 
 
 def _extract(patterns: list[LogPattern], group: str) -> Column:
     """The named group's text from whichever pattern matched (null if it has no such group)."""
-    value = F.lit(None).cast("string")
-    for number, p in enumerate(patterns):
-        if group in p.groups():
-            extracted = F.regexp_extract("message", p.java_message(), p.groups()[group])
-            value = F.when(F.col("_pattern") == number, _nonempty(extracted)).otherwise(value)
-    return value
+    cases = " ".join(
+        f"WHEN {number} THEN nullif({_extracted(p, group)}, '')"
+        for number, p in enumerate(patterns)
+        if group in p.groups()
+    )
+    return F.expr(f"CASE _pattern {cases} END" if cases else "CAST(NULL AS STRING)")
 
 
 def _detail(patterns: list[LogPattern]) -> Column:
     """The matched pattern's other named groups as a JSON object (empty groups left out)."""
-    detail = F.lit(None).cast("string")
+    cases = []
     for number, p in enumerate(patterns):
         extras = [g for g in p.groups() if g not in COLUMN_GROUPS]
         if not extras:
             continue
-        pairs = []
-        for g in extras:
-            pairs += [F.lit(g), F.regexp_extract("message", p.java_message(), p.groups()[g])]
-        as_json = F.to_json(F.map_filter(F.create_map(*pairs), lambda _, v: v != ""))
-        detail = F.when(F.col("_pattern") == number, as_json).otherwise(detail)
-    return detail
+        pairs = ", ".join(f"{sql_string(g)}, {_extracted(p, g)}" for g in extras)
+        cases.append(f"WHEN {number} THEN to_json(map_filter(map({pairs}), (k, v) -> v != ''))")
+    return F.expr(f"CASE _pattern {' '.join(cases)} END" if cases else "CAST(NULL AS STRING)")
 
 
 def ml_to_topic(ml: Column) -> Column:
@@ -125,17 +130,21 @@ def patterns_fingerprint() -> str:
     return hashlib.sha256(repr(PATTERNS).encode()).hexdigest()[:16]
 
 
-def refresh_infra_events(lakehouse: Lakehouse) -> bool:
+def refresh_infra_events(lakehouse: Lakehouse, changed: bool = False) -> bool:
     """Rebuild silver.infra_events unless its inputs are as they were last time; True if rebuilt.
 
     The inputs are the log tables and zk_changes (their Delta versions) and the pattern table.
+    changed: the job has just ingested logs or ZooKeeper changes (no need to compare).
     """
-    inputs = lakehouse.versions([*LOG_TABLES, "zk_changes"])
-    fingerprint = f"{patterns_fingerprint()};{sorted(inputs.items())}"
-    if lakehouse.stage_is_current("infra_events", fingerprint):
+    tables = [*LOG_TABLES, "zk_changes"]
+
+    def fingerprint() -> str:
+        return f"{patterns_fingerprint()};{sorted(lakehouse.versions(tables).items())}"
+
+    if not changed and lakehouse.stage_is_current("infra_events", fingerprint()):
         log.info("infra events: logs and ZooKeeper changes unchanged, timeline kept")
         return False
-    if all(version <= 0 for version in inputs.values()):  # 0: created, never written
+    if not any(lakehouse.written(table) for table in tables):
         log.info("infra events: no log or ZooKeeper change was ever ingested, no timeline")
         return False
     build_infra_events(lakehouse)

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 RETRY_FIRST_S, RETRY_MAX_S = 0.5, 8.0
+# A replace's match: column → values, ANDed across columns (`Lakehouse.replace_where`).
+Match = dict[str, list[str]]
 SESSION_CATALOG = "spark_catalog"
 
 
@@ -214,12 +216,31 @@ class Lakehouse:
         row = state.select("input_fingerprint").first()
         return row is not None and row[0] == fingerprint
 
-    def record_stage(self, stage: str, fingerprint: str) -> None:
-        """Remember the fingerprint of the inputs `stage` has just been computed from."""
-        row = self.spark.createDataFrame(
-            [(stage, fingerprint)], "stage string, input_fingerprint string"
+    def record_stage(self, stage: str, fingerprint: str | Callable[[], str]) -> None:
+        """Remember the fingerprint of the inputs `stage` has just been computed from.
+
+        fingerprint: the value, or a function computing it from the lakehouse as it now is
+        (a job whose writes are deferred computes it once they are committed).
+        """
+        self.record_stage_rows({stage: fingerprint() if callable(fingerprint) else fingerprint})
+
+    def record_stage_rows(self, stages: dict[str, str]) -> None:
+        """Remember several stages' fingerprints in one write."""
+        rows = self.spark.createDataFrame(
+            sorted(stages.items()), "stage string, input_fingerprint string"
         ).withColumn("computed_at", F.current_timestamp())
-        self.merge("stage_state", row)
+        self.merge("stage_state", rows)
+
+    def pending(self) -> list[str]:
+        """Tables with writes not yet committed: none (see pulsar_audit/deferred.py)."""
+        return []
+
+    def commit_behind(self, tables: list[str]) -> None:
+        """Start committing `tables`' pending writes: nothing to do, writes commit at once."""
+
+    def written(self, table: str) -> bool:
+        """Whether `table` was ever written after its creation (a version above 0)."""
+        return self.versions([table])[table] > 0
 
     # ------------------------------------------------------------------ write
     def append(self, table: str, df: DataFrame) -> int:
@@ -305,15 +326,22 @@ class Lakehouse:
             raise ValueError("replace_where needs at least one column to match")
         if any(not values for values in match.values()):
             return 0
+        self.check_match(table, match)
+        return self._save(table, df, "overwrite", {"replaceWhere": match_predicate(match)})
+
+    def replace_matching(self, table: str, df: DataFrame, matches: list[Match]) -> int:
+        """Like `replace_where`, with the rows matching any of `matches` replaced (one commit)."""
+        self.create(table)
+        for match in matches:
+            self.check_match(table, match)
+        predicate = " OR ".join(f"({match_predicate(m)})" for m in matches)
+        return self._save(table, df, "overwrite", {"replaceWhere": predicate})
+
+    def check_match(self, table: str, match: Match) -> None:
         columns = self.spec(table).schema.fieldNames()
         unknown = [c for c in match if c not in columns]
         if unknown:
             raise ValueError(f"{table} has no columns {unknown}; columns are {columns}")
-        predicate = " AND ".join(
-            f"`{column}` IN ({', '.join(sql_string_literal(v) for v in sorted(set(values)))})"
-            for column, values in match.items()
-        )
-        return self._save(table, df, "overwrite", {"replaceWhere": predicate})
 
     def _save(
         self, table: str, df: DataFrame, mode: str, options: dict[str, str] | None = None
@@ -362,6 +390,22 @@ def check_contract(table: str, location: str, found: StructType, spec: TableSpec
         f"(it has {sorted(have)}). Point --lakehouse (or the env's config) at a pulsar-audit "
         "lakehouse, or move that table away; nothing was written"
     )
+
+
+def match_predicate(match: Match) -> str:
+    """A replace's match (column → values, ANDed across columns) as Delta's SQL predicate."""
+    return " AND ".join(
+        f"`{column}` IN ({', '.join(sql_string_literal(v) for v in sorted(set(values)))})"
+        for column, values in match.items()
+    )
+
+
+def match_column(match: Match) -> Column:
+    """The same match as a Column: true for the rows a replace removes (null counts as not)."""
+    condition = F.lit(True)
+    for column, values in match.items():
+        condition = condition & F.col(column).isin(sorted(set(values)))
+    return F.coalesce(condition, F.lit(False))
 
 
 def _key_match(keys: Iterable[str]) -> Column:

@@ -15,6 +15,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql.types import StructType
@@ -42,6 +43,7 @@ def create_local_table(table_path: Path, schema: StructType) -> bool:
     if (log_dir / FIRST_COMMIT).exists():
         return False
     now = int(time.time() * 1000)
+    txn_id = str(uuid.uuid4())
     parameters = {
         "partitionBy": "[]",
         "clusterBy": "[]",
@@ -59,7 +61,7 @@ def create_local_table(table_path: Path, schema: StructType) -> bool:
                 "isBlindAppend": True,
                 "operationMetrics": {},
                 "engineInfo": "pulsar-audit",
-                "txnId": str(uuid.uuid4()),
+                "txnId": txn_id,
             }
         },
         {
@@ -86,7 +88,34 @@ def create_local_table(table_path: Path, schema: StructType) -> bool:
             return False  # another job created it first: the same empty table
     finally:
         temporary.unlink(missing_ok=True)
+    _write_checksum(log_dir, txn_id, actions[1]["metaData"], actions[2]["protocol"])
     return True
+
+
+def _write_checksum(log_dir: Path, txn_id: str, metadata: dict, protocol: dict) -> None:
+    """Version 0's checksum file, as Delta's CREATE TABLE writes it: with it, Delta takes the
+    new table's protocol, metadata and (no) files from it instead of a Spark job that replays
+    the log (about a second per table at its first write). Optional in the protocol: a job
+    killed before it is written leaves a table Delta reads the slow way."""
+    checksum = {
+        "txnId": txn_id,
+        "tableSizeBytes": 0,
+        "numFiles": 0,
+        "numMetadata": 1,
+        "numProtocol": 1,
+        "setTransactions": [],
+        "domainMetadata": [],
+        "metadata": metadata,
+        "protocol": protocol,
+        "allFiles": [],
+    }
+    name = FIRST_COMMIT.replace(".json", ".crc")
+    temporary = log_dir / f".{name}.{uuid.uuid4().hex}.tmp"
+    try:
+        temporary.write_text(json.dumps(checksum, separators=(",", ":")), encoding="utf-8")
+        os.replace(temporary, log_dir / name)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def clear_uncommitted_log(table_path: Path) -> None:
@@ -104,6 +133,30 @@ def clear_uncommitted_log(table_path: Path) -> None:
         return  # a commit, checkpoint or other file: a table, or not ours to clear
     log.warning("%s: removing a Delta log without any commit (an interrupted creation)", log_dir)
     shutil.rmtree(log_dir)
+
+
+@dataclass(frozen=True)
+class LocalTableState:
+    """A local table's newest version; whether only its creation was committed (no data file
+    was ever added), and then the schema it was created with."""
+
+    version: int | None
+    empty: bool
+    schema: StructType | None = None
+
+
+def local_table_state(table_path: Path) -> LocalTableState:
+    """What the log of a local Delta table says of it, read without Spark."""
+    version = log_version(table_path)
+    if version != 0:
+        return LocalTableState(version, False)
+    with open(table_path / "_delta_log" / FIRST_COMMIT, encoding="utf-8") as first:
+        actions = [json.loads(line) for line in first if line.strip()]
+    if any("add" in action for action in actions):
+        return LocalTableState(0, False)
+    meta = next((a["metaData"] for a in actions if "metaData" in a), None)
+    schema = StructType.fromJson(json.loads(meta["schemaString"])) if meta else None
+    return LocalTableState(0, True, schema)
 
 
 def log_version(table_path: Path) -> int | None:

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pulsar_audit.config import Config
 from pulsar_audit.errors import SetupError
 from pulsar_audit.paths import jars_dir
+from pulsar_audit.py4j_lookups import cache_jvm_lookups
 from pulsar_audit.storage import local_form
 
 DELTA_CONF = {
@@ -36,16 +37,17 @@ R = TypeVar("R")
 # A job whose inputs are small (a chaos run, the examples, a test) is mostly fixed cost per
 # Spark job: planning, adaptive re-planning, code generation, the JIT. For those, a local
 # session plans without adaptive execution, evaluates without generated code, shuffles into
-# two partitions and runs a JVM that compiles with C1 only and collects with the serial
-# collector (docs/performance.md: measured on the examples and a 10⁴-message run).
+# one partition (each task costs more than the rows it holds) and runs a JVM that compiles
+# with C1 only and collects with the serial collector (docs/performance.md: measured on the
+# examples and a 10⁴-message run).
 SMALL_INPUT_BYTES = 32 << 20
 GZIP_EXPANSION = 8  # a .gz input counts as this many times its size on disk
 # a Parquet input (the trace's columnar form) counts as the JSON text it stands for: 13-18x
 # its size in the benchmark's traces (10^4: 0.9 MB against 12.1 MB; 10^5: 7.3 against 128)
 PARQUET_EXPANSION = 16
 SMALL_INPUT_CONF = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
@@ -84,7 +86,7 @@ def for_input(config: Config, input_bytes: int | None) -> Config:
         return config
     spark = replace(
         config.spark,
-        shuffle_partitions=min(config.spark.shuffle_partitions, 2),
+        shuffle_partitions=min(config.spark.shuffle_partitions, 1),
         conf={**SMALL_INPUT_CONF, **config.spark.conf},
     )
     return replace(config, spark=spark)
@@ -104,6 +106,7 @@ def delta_jars(directory: Path | None = None) -> list[Path]:
 
 def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> SparkSession:
     """Build (or reuse) the session for `config`; local sessions load Delta from the cache."""
+    cache_jvm_lookups()
     if config.spark.master is None:
         active = SparkSession.getActiveSession()
         if active is None:
@@ -221,6 +224,12 @@ def side_by_side(*calls: Callable[[], R]) -> list[R]:
     writes only tables no other step of the same call writes, or relies on Delta's commit
     conflict retry (pulsar_audit.commit_retry). Jobs keep the caller's stage tag.
     """
+    return side_by_side_bounded(list(calls), max(len(calls), 1))
+
+
+def side_by_side_bounded(calls: list[Callable[[], R]], threads: int) -> list[R]:
+    """`side_by_side` with at most `threads` steps running at once (many small commits: more
+    threads than cores only make each one slower)."""
     if len(calls) <= 1:
         return [call() for call in calls]
     context = SparkContext._active_spark_context
@@ -230,7 +239,7 @@ def side_by_side(*calls: Callable[[], R]) -> list[R]:
         with spark_stage(stage):
             return call()
 
-    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="side-by-side") as pool:
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="side-by-side") as pool:
         futures = [pool.submit(tagged, call) for call in calls]
         wait(futures)
     for future in futures:

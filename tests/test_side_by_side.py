@@ -108,7 +108,7 @@ def test_input_size_counts_gzip_and_parquet_as_their_text(tmp_path: Path):
 def test_small_local_inputs_get_the_small_input_session(tmp_path: Path):
     config = load_config("local", lakehouse=str(tmp_path))
     small = for_input(config, 1000)
-    assert small.spark.shuffle_partitions == 2
+    assert small.spark.shuffle_partitions == 1
     assert small.spark.conf == {**SMALL_INPUT_CONF, **config.spark.conf}
     assert small.pipeline == config.pipeline
     for unchanged in (SMALL_INPUT_BYTES + 1, None):

@@ -1,0 +1,134 @@
+"""DeferredLakehouse: the same calls as Lakehouse, read-your-writes from memory, one commit per
+table at the end, Delta's own refusals kept. Real Delta tables under tmp_path."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from pulsar_audit.deferred import DeferredLakehouse, defers
+from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.delta_log import local_table_state
+
+AT = datetime(2026, 1, 1)
+
+
+def state_rows(spark, rows: list[tuple[str, str]]):
+    return spark.createDataFrame(
+        [(run, fingerprint, AT) for run, fingerprint in rows],
+        "run_id string, input_fingerprint string, computed_at timestamp",
+    )
+
+
+def content(df) -> list[tuple[str, str]]:
+    return sorted((r.run_id, r.input_fingerprint) for r in df.collect())
+
+
+def version(lakehouse: Lakehouse, table: str) -> int:
+    return local_table_state(Path(lakehouse.location(table))).version
+
+
+@pytest.fixture
+def plain(lakehouse: Lakehouse) -> Lakehouse:
+    lakehouse.create_all()
+    return lakehouse
+
+
+def test_writes_wait_for_commit_and_reads_see_them(spark, plain: Lakehouse):
+    job = DeferredLakehouse(plain)
+    assert (
+        job.replace_runs("run_state", state_rows(spark, [("r1", "a"), ("r2", "b")]), ["r1", "r2"])
+        == 2
+    )
+    assert job.replace_runs("run_state", state_rows(spark, [("r1", "c")]), ["r1"]) == 1
+    assert content(job.read("run_state")) == [("r1", "c"), ("r2", "b")]
+    assert version(plain, "run_state") == 0 and content(plain.read("run_state")) == []
+    job.commit()
+    # a table empty when the job began: its rows appended in one commit
+    assert version(plain, "run_state") == 1
+    assert content(plain.read("run_state")) == [("r1", "c"), ("r2", "b")]
+    assert job.committed_alone()
+    job.release()
+
+
+def test_replaces_of_a_table_with_rows_are_one_replace_where(spark, plain: Lakehouse):
+    plain.replace_runs("run_state", state_rows(spark, [("r1", "a"), ("r9", "z")]), ["r1", "r9"])
+    job = DeferredLakehouse(plain)
+    job.replace_runs("run_state", state_rows(spark, [("r1", "b")]), ["r1"])
+    job.replace_runs("run_state", state_rows(spark, [("r2", "c")]), ["r2"])
+    job.update_changed(
+        "run_state", state_rows(spark, [("r9", "y"), ("r2", "d")]), ["input_fingerprint"]
+    )
+    assert content(job.read("run_state")) == [("r1", "b"), ("r2", "d"), ("r9", "y")]
+    job.commit()
+    # the replaces coalesced into one commit; the update of r2 folded into it, of r9 a MERGE
+    assert version(plain, "run_state") == 1 + 2
+    assert content(plain.read("run_state")) == [("r1", "b"), ("r2", "d"), ("r9", "y")]
+    assert job.committed_alone()
+    job.release()
+
+
+def test_merges_are_one_merge_and_empty_writes_no_commit(spark, plain: Lakehouse):
+    job = DeferredLakehouse(plain)
+    job.merge("run_state", state_rows(spark, [("r1", "a")]))
+    job.merge("run_state", state_rows(spark, [("r1", "b"), ("r2", "c")]))
+    job.replace_runs("delivery", spark.createDataFrame([], plain.spec("delivery").schema), ["r1"])
+    assert content(job.read("run_state")) == [("r1", "b"), ("r2", "c")]
+    job.commit()
+    assert content(plain.read("run_state")) == [("r1", "b"), ("r2", "c")]
+    assert version(plain, "run_state") == 1
+    assert version(plain, "delivery") == 0  # nothing to add to an empty table
+    job.release()
+
+
+def test_a_row_outside_the_replaced_runs_is_refused(spark, plain: Lakehouse):
+    job = DeferredLakehouse(plain)
+    with pytest.raises(ValueError, match=r"1 row\(s\) to write fall outside the rows replaced"):
+        job.replace_runs("run_state", state_rows(spark, [("r1", "a"), ("r2", "b")]), ["r1"])
+    job.release()
+
+
+def test_stage_fingerprints_are_taken_after_the_data_commits(spark, plain: Lakehouse):
+    job = DeferredLakehouse(plain)
+    job.replace_runs("run_state", state_rows(spark, [("r1", "a")]), ["r1"])
+    job.record_stage("gold", lambda: str(job.versions(["run_state"])["run_state"]))
+    assert not job.stage_is_current("gold", "1")  # recorded by this job: never current in it
+    job.commit()
+    assert plain.stage_is_current("gold", "1")
+    job.release()
+
+
+def test_committed_alone_sees_another_writer(spark, plain: Lakehouse):
+    job = DeferredLakehouse(plain)
+    job.replace_runs("run_state", state_rows(spark, [("r1", "a")]), ["r1"])
+    job.commit()
+    plain.replace_runs("run_state", state_rows(spark, [("r2", "b")]), ["r2"])
+    assert not job.committed_alone()
+    job.release()
+
+
+def test_a_table_committed_behind_takes_no_more_writes(spark, plain: Lakehouse):
+    offsets = spark.createDataFrame(
+        [("broker-1", 0.0, 3, 1.5, "")],
+        "host string, offset_ms double, matches long, spread_ms double, pairings string",
+    )
+    job = DeferredLakehouse(plain)
+    job.overwrite("clock_offsets", offsets)
+    job.replace_runs("run_state", state_rows(spark, [("r1", "a")]), ["r1"])
+    job.commit_behind(job.pending())
+    assert job.pending() == ["run_state"]  # a state table waits for the end
+    with pytest.raises(RuntimeError, match="written again after the job committed it"):
+        job.overwrite("clock_offsets", offsets)
+    job.commit()
+    assert [r.host for r in plain.read("clock_offsets").collect()] == ["broker-1"]
+    assert [r.host for r in job.read("clock_offsets").collect()] == ["broker-1"]
+    assert content(plain.read("run_state")) == [("r1", "a")]
+    job.release()
+
+
+def test_only_small_local_inputs_defer(plain: Lakehouse):
+    assert defers(plain, 1000)
+    assert not defers(plain, None)  # not a local input
+    assert not defers(plain, 2 << 30)
