@@ -32,6 +32,7 @@ from bench.profiling import profiling_conf_dir
 from bench.simulated import from_truth, simulated_messages
 from bench.stage_profile import event_log_file, markdown, profile
 from pulsar_audit.config import CONF_DIR_VAR, DEFAULT_ENV, ENV_VAR, default_conf_dir
+from pulsar_audit.jvm_archive import ARCHIVE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python")
@@ -164,15 +165,23 @@ class Bench:
     def fixed_costs(self) -> None:
         print("fixed costs", flush=True)
         scratch = self.work / "fixed"
-        bare = self.measure(
-            "bare-spark", [PYTHON, "-m", "bench.bare_spark", str(self.fresh(scratch / "bare"))]
-        )
+        # the reference is a plain session: the product's class-data archive is not given to it
+        # (pulsar_audit/jvm_archive.py); the same session with the archive is printed beside it
+        bare_command = [PYTHON, "-m", "bench.bare_spark", str(self.fresh(scratch / "bare"))]
+        bare = self.measure("bare-spark", bare_command, env={ARCHIVE_ENV: "off"})
+        archived = self.measure("bare-spark-archive", bare_command)
         init_lake = self.fresh(scratch / "init")
         init = self.measure("init", [CLI, "init", "--json", "--lakehouse", str(init_lake)])
         examples_lake = self.fresh(scratch / "examples")
         examples = self.analyze("examples-new", REPO / "examples", examples_lake)
         rerun = self.analyze("examples-rerun", REPO / "examples", examples_lake)
-        fixed = {"bare_spark": bare, "init": init, "examples_new": examples, "rerun": rerun}
+        fixed = {
+            "bare_spark": bare,
+            "bare_spark_archive": archived,
+            "init": init,
+            "examples_new": examples,
+            "rerun": rerun,
+        }
         self.results["fixed"] = {
             name: {**self.record(m), "vs_bare": _ratio(m.wall_s, bare.wall_s)}
             for name, m in fixed.items()

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pulsar_audit.config import Config
 from pulsar_audit.errors import SetupError
+from pulsar_audit.jvm_archive import driver_options
 from pulsar_audit.paths import jars_dir
 from pulsar_audit.py4j_lookups import cache_jvm_lookups
 from pulsar_audit.storage import local_form
@@ -117,6 +118,9 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
     jars = ",".join(str(j) for j in delta_jars())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log_conf = Path(__file__).with_name("log4j2.properties")
+    java_options = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    if config.spark.master.startswith("local"):  # this process's own driver JVM
+        java_options = f"{java_options} {driver_options()}".strip()
     builder = (
         SparkSession.builder.master(config.spark.master)
         .appName(config.spark.app_name)
@@ -128,7 +132,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         .config("spark.ui.enabled", "false")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_conf}")
+        .config("spark.driver.extraJavaOptions", java_options)
     )
     if config.storage == "path":  # a catalog env keeps its managed tables where Spark says
         builder = builder.config(

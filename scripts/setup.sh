@@ -44,6 +44,15 @@ if [ "$(cat "$pulsar_lib/.resolved" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$pulsar_lib/.resolved"
 fi
 
+# The local Spark driver's class-data archive (pulsar_audit/jvm_archive.py): once per JDK and
+# set of jars, from an analyze of examples/ (a minute or two); every driver after it starts in
+# about half the time. Without it drivers start as before, only slower: never a setup failure.
+if ! .venv/bin/python -c "import sys; from pulsar_audit.jvm_archive import archive_path as a
+p = a(); sys.exit(0 if p is None or p.is_file() else 1)"; then
+  echo "setup: building the Spark driver's class-data archive into .cache/jvm"
+  .venv/bin/python -m jobs.jvm_archive || echo "setup: no class-data archive; Spark drivers start without it"
+fi
+
 # Headless Chromium (Debian's package) renders the HTML report in tests; install it when
 # missing and we may (root with apt-get), otherwise the report's browser tests say why they skip.
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
