@@ -43,6 +43,11 @@ CLUSTER_FOLDERS = ("capture", "zk")
 SESSION_FIXTURE_FOLDERS = ("serve", "reliability", "models")
 
 
+# tryfirst: xdist's own hook (registered in each worker after this conftest, so called before
+# it otherwise) turns the marker into the `@group` suffix of the node id that the scheduler
+# groups by; a marker added after it groups nothing (every module fixture was set up once per
+# worker that got one of its tests).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
