@@ -69,7 +69,7 @@ FROM read_parquet($files, filename = true, union_by_name = true)
 """
 
 STEPS = [
-    # silver.sole_producers + resolve_receives + build_delivery: attributed receives only.
+    # pulsar_audit.attribution + silver.resolve_receives + build_delivery: attributed receives only.
     """
     CREATE TEMP TABLE delivery AS
     WITH sole AS (

@@ -105,8 +105,8 @@ def generate(
 ) -> list[Path]:
     """Simulate the runs; the trace files into `out` (emptied first), the rest into
     `out`.truth/<run>/. Returns the trace files."""
-    from ingest.simulate.cli import scenario_from
-    from ingest.simulate.run import simulate_run
+    from simulate.run import simulate_run
+    from simulate.scenario import scenario_from
 
     if messages < 2:
         raise ValueError(f"messages must be >= 2, got {messages}")

@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from checks.rules import ROW_RULES
+from pulsar_audit.row_gate import RowGate
 from pulsar_audit.schemas import CHECK_RESULTS
 
 ROW_LEVEL = "row"
@@ -124,3 +125,27 @@ def judge_rows(
                     )
                 )
     return spark.createDataFrame(results, CHECK_RESULTS)
+
+
+def judge_counts(
+    spark: SparkSession,
+    counts: Iterable[Row],
+    table_of: dict[str, str],
+    ingest_id: str,
+    at: datetime,
+) -> DataFrame | None:
+    """GX's verdicts on a batch's count rows (see `per_run_counts`); None: no row was gated."""
+    frames = per_run_counts(counts, table_of)
+    if all(frame.empty for frame in frames.values()):
+        return None
+    return judge_rows(spark, frames, ingest_id, at)
+
+
+# The gate the jobs hand to the trace ingest (ingest/traces.py applies it in its one pass).
+ROW_GATE = RowGate(
+    level=ROW_LEVEL,
+    violated=violated_rules,
+    reasons=violation_reasons,
+    counts=violation_counts,
+    judge=judge_counts,
+)

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pulsar_audit.attribution import with_sole_producer
 from pulsar_audit.schemas import CHECK_RESULTS, TABLES
 
 _MESSAGE = ["run_id", "topic", "partition", "producer", "seq"]
@@ -52,20 +53,6 @@ def _count_where(condition: Column, name: str) -> Column:
     return F.sum(F.when(condition, 1).otherwise(0)).cast("long").alias(name)
 
 
-def with_resolved_producer(receives: DataFrame, producers: DataFrame) -> DataFrame:
-    """Fill a receive's missing `producer` when its (run, topic) has exactly one producer."""
-    sole = (
-        producers.groupBy("run_id", "topic")
-        .agg(F.countDistinct("client").alias("_producers"), F.min("client").alias("_sole"))
-        .select("run_id", "topic", F.when(F.col("_producers") == 1, F.col("_sole")).alias("_sole"))
-    )
-    return (
-        receives.join(F.broadcast(sole), on=["run_id", "topic"], how="left")
-        .withColumn("producer", F.coalesce("producer", "_sole"))
-        .drop("_sole")
-    )
-
-
 def _message_counts(producer: DataFrame, consumer: DataFrame) -> DataFrame:
     """Per run: sends, orphan_acks, receives_never_sent, unresolved_producer — from one
     aggregation per message of the producer events and the resolved receives together."""
@@ -79,7 +66,7 @@ def _message_counts(producer: DataFrame, consumer: DataFrame) -> DataFrame:
             *[set_flags.get(f, F.lit(0)).cast("long").alias(f) for f in flags],
         )
 
-    receives = with_resolved_producer(consumer.filter(F.col("event") == "receive"), producer)
+    receives = with_sole_producer(consumer.filter(F.col("event") == "receive"), producer)
     resolved = F.col("producer").isNotNull()
     events = rows(
         producer,

@@ -1,27 +1,23 @@
-"""`ingest traces`: trace files → bronze events, refused records → quarantine, then run checks.
+"""`ingest traces`: trace files → bronze events, refused records → quarantine.
 
 One pass per batch (ingest/skeleton.py): each line is parsed once, checked against the trace
 format and every row rule of its table, and routed to producer_events, consumer_events,
-run_events or quarantine. GX judges the per-run rule counts of the batch; the table-level
-checks of the touched runs run once, after the last batch.
+run_events or quarantine. The row rules come from the caller (a `RowGate`: checks/gate.py's,
+wired in by jobs/ingest.py, which also runs the table-level checks of the touched runs once,
+after the last batch); the gate judges each batch's per-run rule counts.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
-from checks.gate import ROW_LEVEL, judge_rows, per_run_counts, violated_rules, violation_counts
-from checks.gate import violation_reasons as rule_reasons
-from checks.run_checks import check_ingested_runs, runs_with_stale_checks
 from ingest.files import read_raw_lines, read_raw_rows
 from ingest.skeleton import Batch, Progress, discover, ingest_files
 from ingest.trace_format import (
@@ -37,6 +33,7 @@ from ingest.trace_format import (
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.row_gate import RowGate
 from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, TRACE_COLUMNAR, conform
 from pulsar_audit.spark import side_by_side
 from pulsar_audit.storage import FileStat
@@ -70,6 +67,9 @@ class TraceSource:
     stages_raw_lines = True
     group_keys = ("run_id", "role")
 
+    def __init__(self, gate: RowGate):
+        self.gate = gate
+
     def kind_of(self, path: str) -> str:
         return KIND
 
@@ -84,7 +84,7 @@ class TraceSource:
         records = self.parse(lines, position).transform(with_defaults)
         table = target_table(F.col("role"))
         format_ok = F.col("reason").isNull() & ~F.col("_blank")
-        violated = F.when(format_ok, violated_rules(table)).otherwise(F.array())
+        violated = F.when(format_ok, self.gate.violated(table)).otherwise(F.array())
         bad = F.col("reason").isNotNull() | (F.size("_violated") > 0)
         return (
             records.withColumn("_violated", violated)
@@ -105,7 +105,7 @@ class TraceSource:
         )
 
     def measures(self) -> list[Column]:
-        return violation_counts(F.col("_gated"))
+        return self.gate.counts(F.col("_gated"))
 
     def output(self, staged: DataFrame, table: str, batch: Batch) -> DataFrame:
         rows = staged.filter(F.col("_table") == table).withColumns(
@@ -119,7 +119,7 @@ class TraceSource:
             "source_file",
             "line_number",
             "raw",
-            F.coalesce("reason", rule_reasons(target_table(F.col("role")))).alias("reason"),
+            F.coalesce("reason", self.gate.reasons(target_table(F.col("role")))).alias("reason"),
             F.when(F.col("reason").isNotNull(), F.lit(FORMAT_CHECK))
             .otherwise(F.concat_ws(",", "_violated"))
             .alias("check"),
@@ -132,14 +132,14 @@ class TraceSource:
         """GX judges the batch's per-run rule counts; which runs each file holds is recorded."""
 
         def verdicts() -> None:
-            frames = per_run_counts(counts, ROLE_TABLE)
-            if any(not frame.empty for frame in frames.values()):
-                results = judge_rows(lakehouse.spark, frames, batch.ingest_id, batch.at)
+            spark, gate = lakehouse.spark, self.gate
+            results = gate.judge(spark, counts, ROLE_TABLE, batch.ingest_id, batch.at)
+            if results is not None:
                 # keyed by the batch's (content-derived) id: a redone batch replaces its verdicts
                 lakehouse.replace_where(
                     "check_results",
                     results,
-                    {"ingest_id": [batch.ingest_id], "level": [ROW_LEVEL]},
+                    {"ingest_id": [batch.ingest_id], "level": [gate.level]},
                 )
 
         files = run_file_rows(lakehouse, counts, batch)
@@ -224,39 +224,31 @@ def run_file_rows(lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> Data
 def ingest_traces(
     lakehouse: Lakehouse,
     path: str | Path,
+    gate: RowGate,
     progress: Progress | None = None,
     listed: list[FileStat] | None = None,
 ) -> IngestReport:
-    """Ingest every new trace file under `path`; return what was read, accepted and refused.
+    """Ingest every new trace file under `path`, gated row by row by `gate`; return what was
+    read, accepted and refused, and the runs the ingest touched.
 
-    The table-level checks of every run the ingest touched run once, at the end.
     listed: the files under `path` when the caller has listed them already.
     """
     files = discover(lakehouse.spark, str(path), TRACE_SUFFIXES, ZK_SUFFIXES, listed)
     columnar = [f for f in files if f.name.endswith(COLUMNAR_SUFFIXES)]
     jsonl = [f for f in files if not f.name.endswith(COLUMNAR_SUFFIXES)]
-    outcome = ingest_files(lakehouse, TraceSource(), jsonl, progress)
+    outcome = ingest_files(lakehouse, TraceSource(gate), jsonl, progress)
     if columnar:
-        outcome = outcome.plus(ingest_files(lakehouse, ColumnarTraceSource(), columnar, progress))
-    touched = {r["run_id"] for r in outcome.counts if r["run_id"] is not None}
-    # an ingest killed after its last manifest write but before the checks left runs unchecked
-    runs = sorted(touched | set(runs_with_stale_checks(lakehouse)))
-    if runs:
-        if progress:
-            progress(f"checking {len(runs)} run(s)")
-        check_ingested_runs(lakehouse, runs, str(uuid.uuid4()), _now())
+        outcome = outcome.plus(
+            ingest_files(lakehouse, ColumnarTraceSource(gate), columnar, progress)
+        )
     report = IngestReport(
         files=outcome.files,
         skipped_files=outcome.skipped_files,
         records=outcome.total("records"),
         accepted=outcome.total("accepted"),
         quarantined=outcome.total("quarantined"),
-        runs=runs,
+        runs=sorted({r["run_id"] for r in outcome.counts if r["run_id"] is not None}),
         seconds=outcome.seconds,
     )
     log.info("ingest traces: %s", report.as_dict())
     return report
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)

@@ -9,33 +9,32 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from ingest.logs import LOG_SUFFIXES, ingest_log_files
-from ingest.skeleton import wanted_by
-from ingest.traces import TRACE_SUFFIXES, ingest_traces
-from ingest.zk_ingest import ZK_SUFFIXES, ingest_zk
+from ingest.inputs import Inputs, check_inputs, list_inputs
+from ingest.logs import ingest_log_files
+from ingest.zk_ingest import ingest_zk
 from jobs import receipt
-from pipelines.causes import CAUSE_OUTPUTS, refresh_causes
+from jobs.context import Context
+from jobs.ingest import ingest_traces
+from pipelines.causes_job import CAUSE_OUTPUTS, refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
-from pipelines.job import PIPELINE_VERSION, run_pipeline
-from pipelines.recognition import recognized_by_source
-from pipelines.summary import summary_report
+from pipelines.runs_job import PIPELINE_VERSION, run_pipeline
 from pulsar_audit import faults
 from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.errors import InputError
 from pulsar_audit.schemas import TABLES
 from pulsar_audit.spark import local_input_bytes, side_by_side, spark_stage
-from pulsar_audit.storage import FileStore, local_form, precheck_local, segments
 from serve.alert_job import raise_and_send
+from serve.recognition import recognized_by_source
+from serve.summary import summary_report
 
 log = logging.getLogger(__name__)
 
@@ -52,87 +51,7 @@ GOLD_INPUTS = (
     "client_log",
     "zk_changes",
 )
-LOG_SOURCES = ("broker", "bookie", "client")
 Progress = Callable[[str], None]
-T = TypeVar("T")
-
-
-@dataclass
-class Inputs:
-    """The input files under one root, by kind (identity paths, or listed files)."""
-
-    traces: list = field(default_factory=list)
-    logs: dict[str, list] = field(default_factory=dict)
-    zk: list = field(default_factory=list)
-
-    def empty(self) -> bool:
-        return not self.traces and not self.logs and not self.zk
-
-
-def classify(root: str, files: list[T], path_of: Callable[[T], str]) -> Inputs:
-    """Which files under the folder `root` are traces, logs of a source, ZooKeeper captures.
-
-    Logs are the files under a `logs/<source>/` folder inside `root` (the capture harness's
-    layout). Works on path strings only, so a listing from any file system can be classified.
-    """
-    is_trace, is_zk = wanted_by(TRACE_SUFFIXES, ZK_SUFFIXES), wanted_by(ZK_SUFFIXES)
-    is_log = wanted_by(LOG_SUFFIXES)
-    root_parts = segments(root)
-    found = Inputs()
-    for file in files:
-        path = path_of(file)
-        parts = segments(path)
-        name = parts[-1]
-        below = len(root_parts) if parts[: len(root_parts)] == root_parts else 1
-        if is_trace(name):
-            found.traces.append(file)
-        if is_zk(name):
-            found.zk.append(file)
-        source = _log_source(parts[:-1], below)
-        if source and is_log(name):
-            found.logs.setdefault(source, []).append(file)
-    return found
-
-
-def _log_source(folders: list[str], below: int) -> str | None:
-    """The source of the innermost `logs/<source>` pair of `folders` whose <source> is at
-    index `below` or deeper (strictly inside the root)."""
-    for i in range(len(folders) - 1, max(below, 1) - 1, -1):
-        if folders[i] in LOG_SOURCES and folders[i - 1] == "logs":
-            return folders[i]
-    return None
-
-
-def check_inputs(path: str | Path) -> None:
-    """Pre-flight before Spark starts: fail when a local `path` holds no input at all.
-
-    Paths on other file systems (dbfs:, s3a:, abfss: …) are checked once Spark lists them.
-    """
-    precheck_local(str(path))
-    local = local_form(str(path))
-    if local is None or not os.path.isdir(local):
-        return
-    names = [os.path.join(d, f) for d, _, files in os.walk(local) for f in files]
-    require_inputs(str(path), classify(local, names, str))
-
-
-def require_inputs(path: str, inputs: Inputs) -> None:
-    if inputs.empty():
-        raise InputError(
-            f"{path}: no trace files (*.jsonl, *.jsonl.gz, *.parquet), no logs "
-            "(logs/broker|bookie|client/*.log) and no ZooKeeper captures (*.zk.jsonl) found there"
-        )
-
-
-def list_inputs(lakehouse: Lakehouse, path: str | Path) -> tuple[bool, Inputs]:
-    """(whether `path` is a folder, its input files), listed once through Hadoop's FileSystem."""
-    store = FileStore(lakehouse.spark)
-    if store.is_file(str(path)):
-        return False, Inputs()  # a single file is a trace: ingest_traces checks its name
-    listed = store.list_files(str(path))
-    inputs = classify(store.normalize(str(path)), listed, lambda f: f.path)
-    require_inputs(str(path), inputs)
-    return True, inputs
 
 
 def ingest_infrastructure(
@@ -320,3 +239,18 @@ def _analyze(
 def _commit(lakehouse: DeferredLakehouse, progress: Progress | None) -> None:
     with stage("commit", progress):
         lakehouse.commit()
+
+
+def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
+    """`analyze` for a command's context (config and lakehouse already chosen).
+
+    When Spark is not started yet, a small local input gets the small-input session.
+    """
+    from checks.gx import warm_up
+    from pulsar_audit.spark import for_input
+
+    if "spark" not in vars(ctx):  # Context.spark is built on first use
+        ctx.config = for_input(ctx.config, local_input_bytes(str(path)))
+        # the checks' GX context is built while the JVM starts (both take seconds)
+        threading.Thread(target=warm_up, name="gx-warm-up", daemon=True).start()
+    return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())

@@ -63,7 +63,7 @@ def settings(config: Config) -> str:
 def input_files(path: str | Path) -> list[Path] | None:
     """Every file `analyze PATH` would consider (traces, logs, ZooKeeper captures), when PATH
     is on the local file system (a plain path or a `file:` URI); None otherwise."""
-    from jobs.analyze import classify
+    from ingest.inputs import classify
     from pulsar_audit.storage import local_form
 
     local = local_form(str(path))

@@ -10,8 +10,6 @@ from pipelines.detectors import detect_anomalies
 from pipelines.duplicates import run_deduplication
 from pipelines.outages import detect_outages
 from pipelines.silver import (
-    build_delivery,
-    build_message_history,
     count_unattributed,
     resolve_receives,
     subscriptions,
@@ -44,13 +42,6 @@ class Silver:
 
 
 @dataclass(frozen=True)
-class Gold:
-    anomalies: DataFrame
-    outages: DataFrame
-    run_summary: DataFrame
-
-
-@dataclass(frozen=True)
 class Shared:
     """Frames that several steps read, derived once per pipeline run (the job persists them)."""
 
@@ -76,12 +67,6 @@ def shared_frames(bronze: Bronze) -> Shared:
         subscriptions(bronze.consumer_events, bronze.producer_events),
         run_deduplication(bronze.run_events),
     )
-
-
-def build_silver(bronze: Bronze, shared: Shared) -> Silver:
-    """silver.delivery and silver.message_history from bronze events."""
-    delivery = build_delivery(shared.receives)
-    return Silver(build_message_history(bronze.producer_events, delivery), delivery)
 
 
 def build_findings(

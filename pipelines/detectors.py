@@ -23,19 +23,6 @@ from pipelines.duplicates import detect_duplicated
 from pipelines.jepsen import detect_nonmonotonic_send, detect_poll_skip
 
 SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
-# Violations make a run invalid; unseen and unacked_received are reported, not violations.
-KINDS = [
-    "lost",
-    "unseen",
-    "duplicated",
-    "redelivered",
-    "out_of_order",
-    "unacked_received",
-    "poll_skip",
-    "nonmonotonic_send",
-]
-# Kinds seen by a producer, not a subscription: counted for every subscription of the topic.
-PRODUCER_KINDS = ["nonmonotonic_send"]
 
 
 def detect_lost_or_unseen(message_history: DataFrame, subscriptions: DataFrame) -> DataFrame:

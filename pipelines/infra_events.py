@@ -191,12 +191,3 @@ def _union(parts: list[DataFrame]) -> DataFrame:
     for part in parts[1:]:
         result = result.unionByName(part)
     return result
-
-
-def clock_warnings(lakehouse: Lakehouse) -> list[str]:
-    """Warnings about host clocks that look a whole number of hours off (wrong --tz).
-
-    For the analyze summary; computed from silver.infra_events (a small aggregate).
-    """
-    rows = whole_hour_offsets(lakehouse.read("infra_events")).orderBy("host").collect()
-    return [describe_whole_hour_offset(r.host, r.hours, r.matches) for r in rows]

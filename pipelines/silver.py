@@ -20,20 +20,8 @@ from pipelines.common import (
     message_id,
     to_millis,
 )
+from pulsar_audit.attribution import with_sole_producer
 from pulsar_audit.schemas import DELIVERY, MESSAGE_HISTORY, MESSAGE_ID, conform
-
-
-def sole_producers(producer_events: DataFrame) -> DataFrame:
-    """(run_id, topic, sole_producer) for each topic that has exactly one producer."""
-    return (
-        producer_events.groupBy("run_id", "topic")
-        .agg(
-            F.count_distinct("client").alias("producers"),
-            F.min("client").alias("sole_producer"),
-        )
-        .filter(F.col("producers") == 1)
-        .select("run_id", "topic", "sole_producer")
-    )
 
 
 def resolve_receives(consumer_events: DataFrame, producer_events: DataFrame) -> DataFrame:
@@ -59,9 +47,7 @@ def resolve_receives(consumer_events: DataFrame, producer_events: DataFrame) -> 
         "batch_index",
         F.coalesce("redelivery_count", F.lit(0)).alias("redelivery_count"),
     )
-    return receives.join(
-        F.broadcast(sole_producers(producer_events)), ["run_id", "topic"], how="left"
-    ).withColumn("producer", F.coalesce("producer", "sole_producer"))
+    return with_sole_producer(receives, producer_events)
 
 
 def build_delivery(resolved_receives: DataFrame) -> DataFrame:

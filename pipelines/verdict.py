@@ -5,11 +5,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.detectors import KINDS, PRODUCER_KINDS
-from pulsar_audit.schemas import RUN_SUMMARY, conform
+from pulsar_audit.schemas import ANOMALY_KINDS, PRODUCER_KINDS, RUN_COUNTS, RUN_SUMMARY, conform
 
 SUBSCRIPTION_KEY = ["run_id", "topic", "subscription"]
-COUNTS = ["sent", "acked", "nacked", "received", *KINDS, "outages", "unattributed"]
+COUNTS = [*RUN_COUNTS, "outages", "unattributed"]
 
 
 def failed_table_checks(check_results: DataFrame) -> DataFrame:
@@ -35,8 +34,8 @@ def _counts(
     received = delivery.groupBy(*SUBSCRIPTION_KEY).agg(
         F.count_distinct("partition", "producer", "seq").alias("received")
     )
-    is_kind = {kind: F.col("kind") == kind for kind in KINDS}
-    subscription_kinds = [k for k in KINDS if k not in PRODUCER_KINDS]
+    is_kind = {kind: F.col("kind") == kind for kind in ANOMALY_KINDS}
+    subscription_kinds = [k for k in ANOMALY_KINDS if k not in PRODUCER_KINDS]
     per_subscription = anomalies.groupBy(*SUBSCRIPTION_KEY).agg(
         *[F.sum(F.when(is_kind[k], F.col("count"))).alias(k) for k in subscription_kinds]
     )

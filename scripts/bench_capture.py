@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ingest.pulsar import cluster, process
-from ingest.pulsar.harness import CaptureOptions, capture
+from capture import cluster, process
+from capture.harness import CaptureOptions, capture
 
 
 def main() -> None:

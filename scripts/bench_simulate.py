@@ -16,10 +16,10 @@ import shutil
 import time
 from pathlib import Path
 
-from ingest.simulate.cli import scenario_from
-from ingest.simulate.run import simulate_run
 from pulsar_audit.config import load_config
 from pulsar_audit.spark import get_spark
+from simulate.run import simulate_run
+from simulate.scenario import scenario_from
 
 
 def jvm_peak_mb(spark) -> float | None:  # noqa: ANN001

@@ -25,10 +25,10 @@ import tarfile
 import time
 from pathlib import Path
 
-from ingest.pulsar import chaos, cluster
-from ingest.pulsar.admin import TopicName
-from ingest.pulsar.cli import NETNS_SESSION_MS
-from ingest.pulsar.harness import CaptureOptions, capture, new_run_id, parse_config
+from capture import chaos, cluster
+from capture.admin import TopicName
+from capture.harness import CaptureOptions, capture, new_run_id, parse_config
+from capture.scenarios import NETNS_SESSION_MS
 from pulsar_audit.paths import REPO_ROOT, cache_dir, pulsar_lib_dir
 
 SCENARIOS = (

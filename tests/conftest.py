@@ -91,7 +91,7 @@ def standalone_started(tmp_path_factory: pytest.TempPathFactory):
 
     Shared by every test marked `pulsar` (capture, alert sinks); stopped at the end.
     """
-    from ingest.pulsar import cluster
+    from capture import cluster
     from jobs.cli import main
 
     workdir = tmp_path_factory.mktemp("pulsar")
@@ -116,8 +116,8 @@ def standalone(standalone_started):
 
 
 def _report_rss(workdir: Path) -> None:
-    from ingest.pulsar import cluster, process
+    from capture import process, processes
 
-    state = cluster.load_state(workdir)
+    state = processes.load_state(workdir)
     for spec in state.processes if state else []:
         print(f"\n{spec.name} RSS {process.rss_mb(spec.pid)} MiB")  # noqa: T201

@@ -2,7 +2,7 @@
 assert an exact count, block or edge case of the product's definitions (a nack that was
 stored anyway, a consumer with no `end`, a duplicate across a ledger boundary, …) that no
 protocol model would produce on purpose. Runs that follow the Pulsar/BookKeeper protocols,
-with their ground truth and at any size, come from the simulator (`ingest/simulate/`,
+with their ground truth and at any size, come from the simulator (`simulate/`,
 `pulsar-audit simulate`); this module is a test fixture, not part of the product.
 
 A run is a producer sending `messages` messages every `send_interval_ms`, each acked

@@ -95,8 +95,8 @@ def test_zk_capture_help_is_a_command(capsys):
 
 def test_run_rows_of_the_schema_are_the_run_summary_columns():
     """The documented run row and gold.run_summary's counts never drift apart."""
-    from pipelines.summary import RUN_FIELDS
     from pulsar_audit.schemas import RUN_SUMMARY
+    from serve.summary import RUN_FIELDS
 
     item = SCHEMA["$defs"]["run"]
     assert set(item["properties"]) == set(RUN_FIELDS)

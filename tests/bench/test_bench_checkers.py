@@ -63,8 +63,8 @@ def test_simulated_traces_hold_every_anomaly_kind_of_the_benchmark(traces: Path)
 
 def test_a_run_is_the_same_for_a_seed(spark, tmp_path: Path) -> None:
     """Same seed, same bytes (one of the benchmark's runs, simulated twice)."""
-    from ingest.simulate.cli import scenario_from
-    from ingest.simulate.run import simulate_run
+    from simulate.run import simulate_run
+    from simulate.scenario import scenario_from
 
     crash = next(
         s for s in scenarios(400, seed=5, prefix="bench") if s["scenario"] == "kill-broker"

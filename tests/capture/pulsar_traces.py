@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from ingest.pulsar.cluster import ClusterState
+from capture.processes import ClusterState
 
 
 def trace_counts(out: Path) -> Counter:
@@ -30,7 +30,7 @@ def trace_events(out: Path, event: str) -> list[dict]:
 
 
 def capture_opts(state: ClusterState, out: Path, **kwargs):  # noqa: ANN201
-    from ingest.pulsar.harness import CaptureOptions
+    from capture.harness import CaptureOptions
 
     return CaptureOptions(
         service_url=state.service_url, admin_url=state.admin_url, out=out, **kwargs
@@ -51,8 +51,8 @@ def chaos_capture(
 ) -> dict:
     """Capture `messages` paced at `rate` with `action` when `fault_at` of them are acked;
     the capture summary (the faults are in the trace as `chaos` run events)."""
-    from ingest.pulsar.chaos import ChaosSpec
-    from ingest.pulsar.harness import capture
+    from capture.chaos import ChaosSpec
+    from capture.harness import capture
 
     spec = ChaosSpec.parse(f"{action}@{max(1, int(messages * fault_at))}", hold_s=hold_s)
     opts = capture_opts(

@@ -15,7 +15,7 @@ import pytest
 from json_schema_check import validate
 from pulsar_traces import trace_events
 
-from ingest.pulsar import cluster, netns
+from capture import cluster, netns
 
 pytestmark = [
     pytest.mark.pulsar,
@@ -44,7 +44,7 @@ def test_bookie_isolated_from_zookeeper_loses_nothing(
 ):
 
     from jobs.cli import main
-    from pipelines.summary import anomaly_rows
+    from serve.summary import anomaly_rows
 
     out = tmp_path / "isolate-bookie"
     argv = ["chaos", "run", "--scenario", "isolate-bookie-from-zk", "--netns", "--workdir"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from pulsar_traces import chaos_capture, first_causes, trace_events
 
-from ingest.pulsar import cluster, netns
+from capture import cluster, netns
 
 pytestmark = [
     pytest.mark.pulsar,

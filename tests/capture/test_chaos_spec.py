@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.pulsar.chaos import ChaosSpec
-from ingest.pulsar.cli import parse_scenario
-from ingest.pulsar.study import outage_table
+from capture.chaos import ChaosSpec
+from capture.scenarios import parse_scenario
+from capture.study import outage_table
 from pulsar_audit.errors import UsageError
 
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ingest.pulsar import netns
-from ingest.pulsar.netns import Network
+from capture import netns
+from capture.netns import Network
 
 pytestmark = pytest.mark.skipif(
     netns.unavailable_reason() is not None, reason=str(netns.unavailable_reason())

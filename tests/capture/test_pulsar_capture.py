@@ -11,7 +11,7 @@ from json_schema_check import validate
 from pulsar_traces import capture_opts, trace_counts, trace_events
 from pyspark.sql import functions as F
 
-from ingest.pulsar.harness import capture
+from capture.harness import capture
 
 pytestmark = pytest.mark.pulsar
 
@@ -125,8 +125,8 @@ def test_capture_run_columnar_writes_parquet_that_ingest_reads(
 ):
     """`capture run --columnar`: the spool's JSONL becomes the columnar form when the run
     ends, and ingest takes every event of it."""
-    from ingest.traces import ingest_traces
     from jobs.cli import main
+    from jobs.ingest import ingest_traces
 
     out = tmp_path / "columnar"
     argv = ["capture", "run", "--service-url", standalone.service_url, "--columnar"]

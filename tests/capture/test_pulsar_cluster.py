@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pulsar_traces import capture_opts, trace_events
 
-from ingest.pulsar import cluster, process
-from ingest.pulsar.chaos import ChaosSpec
-from ingest.pulsar.harness import capture
+from capture import cluster, process
+from capture.chaos import ChaosSpec
+from capture.harness import capture
 
 pytestmark = [pytest.mark.pulsar, pytest.mark.slow]
 

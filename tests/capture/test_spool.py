@@ -10,12 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-from ingest.pulsar.spool import Spool, read_events
+from capture.spool import Spool, read_events
 
 # Writes events as fast as it can and prints the durable count after every fsync.
 WRITER = """
 import sys
-from ingest.pulsar.spool import Spool
+from capture.spool import Spool
 spool = Spool(sys.argv[1], sync_events=500, sync_interval_s=0.05, segment_events=3000,
               on_sync=lambda n: print(n, flush=True))
 i = 0

@@ -194,7 +194,7 @@ def test_real_unload_run_names_the_unload_as_the_outage_cause(lakehouse, config)
     assert "public/default/0x00000000_0x40000000" in first["reason"]
     assert first["host"] == "standalone"
     # `explain` merges trace, broker and client events around the outage on one clock.
-    from pipelines.explain import explain
+    from serve.explain import explain
 
     timeline = explain(lakehouse, run["run_id"], unload["outage_id"][:10])
     assert timeline["finding"]["id"] == unload["outage_id"]

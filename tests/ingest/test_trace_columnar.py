@@ -19,7 +19,7 @@ from ingest.trace_format import (
     parse_lines,
     to_columnar,
 )
-from ingest.traces import ingest_traces
+from jobs.ingest import ingest_traces
 from pulsar_audit.errors import InputError
 from pulsar_audit.schemas import TRACE_COLUMNAR
 

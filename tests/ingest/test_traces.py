@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from ingest.files import read_numbered_lines
 from ingest.trace_format import parse_lines
-from ingest.traces import ingest_traces
+from jobs.ingest import ingest_traces
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
 

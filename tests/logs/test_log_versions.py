@@ -12,7 +12,7 @@ from ingest.log_format import ERR_NOT_ENTRY, layout_counts, parse_log_lines
 from ingest.logs import ingest_logs, with_lineage
 from pipelines.consumer_attribution import with_consumer_topics
 from pipelines.infra_events import build_infra_events, match_log_events
-from pipelines.recognition import recognition_counts, recognized_by_source
+from serve.recognition import recognition_counts, recognized_by_source
 
 VERSIONS = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "versions"
 ORDERS = "persistent://public/default/orders"

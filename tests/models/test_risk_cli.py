@@ -65,8 +65,8 @@ def test_score_the_namespaces_of_a_live_capture(
     standalone, config, lakehouse, tmp_path, capsys
 ) -> None:
     """A real Pulsar: set a namespace's persistence, dump its ZooKeeper, score what it holds."""
-    from ingest.pulsar.admin import Admin, TopicName
-    from ingest.zk_capture import dump
+    from capture.admin import Admin, TopicName
+    from capture.zk_capture import dump
 
     admin = Admin(standalone.admin_url)
     admin.set_persistence(TopicName.parse("persistent://public/default/risk-probe"), 1, 1, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -9,13 +10,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.build import (
     Bronze,
-    Gold,
     Silver,
     build_findings,
-    build_silver,
     build_summary,
     shared_frames,
 )
+from pipelines.silver import build_delivery, build_message_history
 from pulsar_audit.config import PipelineConfig
 from pulsar_audit.schemas import CHECK_RESULTS, CONSUMER_EVENTS, PRODUCER_EVENTS, RUN_EVENTS
 
@@ -130,12 +130,20 @@ def bronze(
     )
 
 
+@dataclass(frozen=True)
+class Gold:
+    anomalies: DataFrame
+    outages: DataFrame
+    run_summary: DataFrame
+
+
 def build(spark: SparkSession, events: list[dict], checks: list[dict] = ()) -> tuple[Silver, Gold]:
     """Silver and gold of `events`, each stage materialized as the job does by writing it."""
     data = bronze(spark, events, checks)
     shared = shared_frames(data)
-    built = build_silver(data, shared)
-    silver = Silver(built.message_history.localCheckpoint(), built.delivery.localCheckpoint())
+    delivery = build_delivery(shared.receives).localCheckpoint()
+    history = build_message_history(data.producer_events, delivery).localCheckpoint()
+    silver = Silver(history, delivery)
     anomalies, outages = (
         df.localCheckpoint() for df in build_findings(data, shared, silver, PIPELINE)
     )

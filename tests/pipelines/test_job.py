@@ -5,9 +5,9 @@ from __future__ import annotations
 from pipeline_events import ack, at, bronze, end, receive, send
 from pyspark.sql import functions as F
 
-from pipelines.job import run_pipeline
-from pipelines.summary import anomaly_rows, summary_report
+from pipelines.runs_job import run_pipeline
 from pulsar_audit.delta_io import Lakehouse
+from serve.summary import anomaly_rows, summary_report
 
 GOLD = ("anomalies", "outages", "run_summary")
 

@@ -207,7 +207,7 @@ def test_capture_with_a_token_leaves_no_trace_of_it(
 ):
     """`capture` authenticates with the token from the environment (the standalone accepts
     any); neither the trace, the copied logs, the ZooKeeper capture nor capture.json hold it."""
-    from ingest.pulsar.harness import CaptureOptions, capture
+    from capture.harness import CaptureOptions, capture
 
     monkeypatch.setenv(TOKEN_VAR, secret_env[TOKEN_VAR])
     out = tmp_path / "capture"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from agreement import disagreements
 
-from ingest.simulate.cli import scenario_from
-from ingest.simulate.run import simulate_run
 from jobs.analyze import analyze
 from pulsar_audit.delta_io import Lakehouse
+from simulate.run import simulate_run
+from simulate.scenario import scenario_from
 
 SMALL = {"messages": 1000, "entries_per_ledger": 300}
 # run_id → simulate options; each exercises one protocol path.

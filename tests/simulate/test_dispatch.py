@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from ingest.simulate import dispatch as D
-from ingest.simulate import truth as T
-from ingest.simulate.cli import scenario_from
-from ingest.simulate.consumers import consumers
-from ingest.simulate.plan import build_plan
+from simulate import dispatch as D
+from simulate import truth as T
+from simulate.consumers import consumers
+from simulate.plan import build_plan
+from simulate.scenario import scenario_from
 
 GOT = "stream long, seq long, ledger_id long, entry_id long, pos long, crash_pos long"
 

@@ -10,19 +10,18 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from ingest.simulate import consumers as C
-from ingest.simulate.cli import scenario_from
-from ingest.simulate.infra import write_infra
-from ingest.simulate.plan import build_plan
-from ingest.simulate.scenario import DAY_US, T0_US, Scenario, validate
-from ingest.simulate.story import tell
-from ingest.simulate.sweep import combinations, load_grid, place, run_days, run_sweep
-from ingest.simulate.trace import run_events
 from ingest.trace_format import parse_lines
 from ingest.zk_ingest import ingest_zk
 from models.features import run_faults
 from models.score import cluster_settings
 from pulsar_audit.errors import UsageError
+from simulate import consumers as C
+from simulate.infra import write_infra
+from simulate.plan import build_plan
+from simulate.scenario import DAY_US, T0_US, Scenario, scenario_from, validate
+from simulate.story import tell
+from simulate.sweep import combinations, load_grid, place, run_days, run_sweep
+from simulate.trace import run_events
 
 EXAMPLE_GRID = Path(__file__).resolve().parents[2] / "examples" / "simulate-grid.yaml"
 
@@ -192,7 +191,7 @@ def test_risk_features_read_the_simulated_fault_ends(spark):
 
 
 def test_chaos_events_name_what_the_harness_names():
-    """ingest/pulsar/chaos.py: unload and transfer name the bundle (transfer its brokers too);
+    """capture/chaos.py: unload and transfer name the bundle (transfer its brokers too);
     bookie kills are recorded under their ChaosSpec label."""
 
     def start(values: dict) -> dict:  # noqa: ANN001

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ingest.simulate.backoff import latency, mix, mix_column, reconnect_after
-from ingest.simulate.plan import build_plan
-from ingest.simulate.run import simulate_run
-from ingest.simulate.scenario import Scenario, parse_config, parse_scenario, validate
 from pulsar_audit.errors import UsageError
+from simulate.backoff import latency, mix, mix_column, reconnect_after
+from simulate.plan import build_plan
+from simulate.run import simulate_run
+from simulate.scenario import Scenario, parse_config, parse_scenario, validate
 
 
 def test_parse_config_and_scenario():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from ingest.zk_capture import ZkCapture
+from capture.zk_capture import ZkCapture
 from ingest.zk_decode import decode_znode
 from ingest.zk_ingest import ingest_zk
 from pipelines.zk_events import zk_change_events

@@ -1,0 +1,142 @@
+"""Read a topic back after a run: a Reader from the earliest message, or a subscription consumer.
+
+Both emit one `receive` per message (seq from the `seq` property, MessageId, producer name,
+redelivery count) and one `end` once they have provably reached the end of the topic: the
+Reader when `has_message_available()` turns false, the subscription when its backlog is 0.
+Messages without a `seq` property (not ours) are counted, not recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable
+
+import pulsar
+
+from capture.admin import Admin, TopicName
+from capture.recorder import Recorder
+
+READ_TIMEOUT_MS = 10_000
+RETRIES = 6  # reads that time out in a row (e.g. while a broker restarts) before giving up
+MakeRecorder = Callable[[str, str, str], Recorder]
+
+
+def _receive_fields(message: pulsar.Message, subscription: str) -> dict | None:
+    seq = message.properties().get("seq")
+    if seq is None or not seq.isdigit():
+        return None
+    msg_id = message.message_id()
+    return {
+        "seq": int(seq),
+        "partition": msg_id.partition(),
+        "ledger_id": msg_id.ledger_id(),
+        "entry_id": msg_id.entry_id(),
+        "batch_index": msg_id.batch_index(),
+        "subscription": subscription,
+        "producer": message.producer_name(),
+        "redelivery_count": message.redelivery_count(),
+    }
+
+
+def drain_reader(
+    client: pulsar.Client,
+    admin: Admin,
+    topic: TopicName,
+    make: MakeRecorder,
+    retries: int = RETRIES,
+) -> dict:
+    """Read from the earliest message until none is left; `end` only if the end was reached.
+
+    retries: reads that fail in a row before giving up (few while a fault blocks reads)."""
+    name = f"reader-{secrets.token_hex(4)}"
+    reader = client.create_reader(topic.full, pulsar.MessageId.earliest, reader_name=name)
+    rec = make(topic.full, "consumer", name)
+    rec.emit("subscribe", subscription=name)
+    received = foreign = failures = 0
+    started = time.monotonic()
+    while failures < retries:
+        try:
+            if not reader.has_message_available():
+                break
+            message = reader.read_next(timeout_millis=READ_TIMEOUT_MS)
+        except (pulsar.Timeout, pulsar.PulsarException):
+            failures += 1
+            continue
+        failures = 0
+        fields = _receive_fields(message, name)
+        if fields is None:
+            foreign += 1
+            continue
+        rec.emit("receive", **fields)
+        received += 1
+    reached_end = failures < retries
+    if reached_end:
+        rec.emit("end", subscription=name)
+    with contextlib.suppress(pulsar.PulsarException):
+        reader.close()
+    return _summary("reader", name, received, foreign, reached_end, started)
+
+
+def drain_subscription(
+    client: pulsar.Client,
+    admin: Admin,
+    topic: TopicName,
+    make: MakeRecorder,
+    retries: int = RETRIES,
+) -> dict:
+    """Consume with an exclusive subscription from the earliest position, acknowledging each
+    message, until a receive times out and the subscription's backlog is 0."""
+    name = f"audit-{secrets.token_hex(4)}"
+    consumer = client.subscribe(
+        topic.full,
+        name,
+        consumer_type=pulsar.ConsumerType.Exclusive,
+        initial_position=pulsar.InitialPosition.Earliest,
+        consumer_name=name,
+    )
+    rec = make(topic.full, "consumer", name)
+    rec.emit("subscribe", subscription=name)
+    received = foreign = idle = 0
+    started = time.monotonic()
+    reached_end = False
+    while idle < retries:
+        try:
+            message = consumer.receive(timeout_millis=2000)
+        except pulsar.Timeout:
+            idle += 1
+            if _backlog(admin, topic, name) == 0:
+                reached_end = True
+                break
+            continue
+        idle = 0
+        fields = _receive_fields(message, name)
+        consumer.acknowledge(message)
+        if fields is None:
+            foreign += 1
+            continue
+        rec.emit("receive", **fields)
+        received += 1
+    if reached_end:
+        rec.emit("end", subscription=name)
+    consumer.close()
+    return _summary("subscription", name, received, foreign, reached_end, started)
+
+
+def _backlog(admin: Admin, topic: TopicName, subscription: str) -> int | None:
+    stats = admin.topic_stats(topic).get("subscriptions", {}).get(subscription, {})
+    return stats.get("msgBacklog")
+
+
+def _summary(kind: str, name: str, received: int, foreign: int, end: bool, t0: float) -> dict:
+    elapsed = time.monotonic() - t0
+    return {
+        "consumer": kind,
+        "name": name,
+        "received": received,
+        "foreign": foreign,
+        "reached_end": end,
+        "read_s": round(elapsed, 3),
+        "read_rate": round(received / elapsed, 1) if elapsed else None,
+    }

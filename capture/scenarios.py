@@ -1,0 +1,37 @@
+"""The chaos scenarios a capture runs on the local cluster: each one's cluster shape and
+default E-Qw-Qa, the simulator's names for them, and the pace of a chaos run."""
+
+from __future__ import annotations
+
+from pulsar_audit.errors import UsageError
+
+SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
+    "control": (2, 3, "2-2-2"),
+    "unload": (1, 1, "1-1-1"),
+    "kill-broker": (2, 3, "2-2-2"),
+    "kill-bookie": (2, 3, "2-2-2"),
+    "kill-bookies": (2, 5, "3-3-2"),
+    "kill-qw-bookies": (2, 3, "2-2-1"),
+    "isolate-broker-from-zk": (2, 3, "2-2-2"),
+    "isolate-bookie-from-zk": (2, 3, "2-2-2"),
+    "partition-broker-from-bookies": (2, 3, "2-2-2"),
+    "lossy-broker-bookies": (2, 3, "2-2-2"),
+}
+# The simulator's names for the same scenarios (simulate/scenario.py).
+ALIASES = {"isolate-broker": "isolate-broker-from-zk", "isolate-bookie": "isolate-bookie-from-zk"}
+# Brokers' ZooKeeper session timeout on a namespaced cluster: short, so that a run that
+# isolates a process outlives its session within seconds (Pulsar's default is 30 s).
+NETNS_SESSION_MS = 10_000
+RATE = 250.0  # sends per second of chaos runs, so that production spans the fault
+
+
+def parse_scenario(text: str) -> tuple[str, int]:
+    """NAME or kill-bookies:N (the simulator's names too) → (name, count)."""
+    name, _, count = text.partition(":")
+    name = ALIASES.get(name, name)
+    if name not in SCENARIOS or (count and (name != "kill-bookies" or not count.isdigit())):
+        raise UsageError(
+            f"--scenario {text!r}: expected one of {', '.join(sorted(SCENARIOS))} "
+            "(kill-bookies:N with a count)"
+        )
+    return name, int(count or 2)

@@ -1,0 +1,172 @@
+"""`pulsar-audit analyze | pipeline | explain | summary`: the main job and its scheduled stages."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from jobs.context import EXIT_ANOMALIES, EXIT_OK, Context
+from pulsar_audit.output import format_table
+from serve.recognition import describe_recognition
+from serve.summary import OUTAGE_FIELDS, RUN_FIELDS
+
+RUN_COLUMNS = list(RUN_FIELDS)
+OUTAGE_COLUMNS = [f for f in OUTAGE_FIELDS if f not in ("outage_id", "causes")]
+MAX_EXPLANATIONS = 20
+WHAT_WIDTH = 140
+
+
+def _first_cause(finding: dict[str, Any]) -> str:
+    causes = finding.get("causes") or []
+    return f"\n    probable cause: {causes[0]['reason']}" if causes else ""
+
+
+def render(result: dict[str, Any]) -> str:
+    """The people's view of an analyze/summary result: runs, outages, explained anomalies."""
+    parts = []
+    if "ingest" in result:
+        parts.append("ingest\n" + format_table([result["ingest"]]))
+    parts.append("runs\n" + format_table(result["runs"], RUN_COLUMNS))
+    parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
+    if result.get("recognized"):
+        parts.append("logs\n" + "\n".join(describe_recognition(r) for r in result["recognized"]))
+    explained = [
+        f"- [{o['run_id']}] outage of {o['duration_ms']:.0f} ms at {o['start']}{_first_cause(o)}"
+        for o in result["outages"]
+        if o.get("causes")
+    ]
+    explained += [
+        f"- [{a['run_id']}] {a['kind']}: {a['explanation']}{_first_cause(a)}"
+        for a in result.get("anomalies", [])
+    ]
+    if explained:
+        more = len(explained) - MAX_EXPLANATIONS
+        lines = explained[:MAX_EXPLANATIONS] + ([f"... and {more} more"] if more > 0 else [])
+        parts.append("findings\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def exit_code(ctx: Context, result: dict[str, Any]) -> int:
+    """1 when asked to fail on anomalies and a run is invalid or cannot be judged.
+
+    Informational findings (unacked_received, redelivery) alone do not fail a run.
+    """
+    if not getattr(ctx.args, "fail_on_anomaly", False):
+        return EXIT_OK
+    failing = any(run["valid"] is not True for run in result["runs"])
+    return EXIT_ANOMALIES if failing else EXIT_OK
+
+
+def cmd_analyze(ctx: Context) -> int:
+    """The main job: ingest everything under PATH, check, recompute, print every run."""
+    from ingest.inputs import check_inputs
+    from jobs.analyze import analyze_path
+    from jobs.receipt import recorded_result
+
+    check_inputs(ctx.args.path)  # before Spark starts: a wrong path costs nothing
+    # Nothing new since the last analyze: its recorded result, without starting Spark.
+    result = recorded_result(ctx.config, ctx.args.path)
+    if result is None:
+        result = analyze_path(ctx, ctx.args.path)
+    ctx.emit(result, render)
+    return exit_code(ctx, result)
+
+
+def cmd_pipeline(ctx: Context) -> int:
+    from jobs.analyze import refresh_gold
+
+    # one job at a time writes what analyze writes (analyze holds the lock throughout)
+    with ctx.lakehouse.exclusive("ingest"):
+        runs = refresh_gold(ctx.lakehouse, ctx.config, requested_runs(ctx.args), ctx.progress())
+    ctx.emit(
+        {"recomputed": runs},
+        lambda r: (
+            f"recomputed {len(runs)} run(s): {', '.join(runs)}"
+            if runs
+            else "no run changed since the last computation"
+        ),
+    )
+    return EXIT_OK
+
+
+def requested_runs(args: argparse.Namespace) -> list[str] | None:
+    """The runs named by --run (repeatable) and --runs (comma-separated); None: every run."""
+    runs = list(args.run or [])
+    runs += [r.strip() for r in (args.runs or "").split(",") if r.strip()]
+    return sorted(set(runs)) or None
+
+
+def cmd_summary(ctx: Context) -> int:
+    from serve.summary import summary_report
+
+    result = summary_report(ctx.lakehouse, ctx.args.run or None)
+    ctx.emit(result, render)
+    return exit_code(ctx, result)
+
+
+def cmd_explain(ctx: Context) -> int:
+    from serve.explain import explain
+
+    result = explain(ctx.lakehouse, ctx.args.run_id, ctx.args.anomaly)
+    ctx.emit(result, render_timeline)
+    return EXIT_OK
+
+
+def render_timeline(result: dict[str, Any]) -> str:
+    head = f"run {result['run_id']}: {result['start']} .. {result['end']}"
+    finding = result.get("finding")
+    if finding:
+        head += f"\n{finding['kind']} {finding['id'][:12]}: {finding['explanation']}"
+        head += "".join(f"\n  cause: {c['reason']}" for c in finding["causes"])
+    columns = ["ts", "source", "host", "event_type", "what"]
+    rows = [{**row, "what": (row["what"] or "")[:WHAT_WIDTH]} for row in result["timeline"]]
+    return head + "\n\n" + format_table(rows, columns)
+
+
+def fail_option() -> argparse.ArgumentParser:
+    fail = argparse.ArgumentParser(add_help=False)
+    fail.add_argument(
+        "--fail-on-anomaly",
+        action="store_true",
+        help="exit 1 if any run has an anomaly or is not known to be valid",
+    )
+    return fail
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    fail = fail_option()
+    p = sub.add_parser(
+        "analyze",
+        parents=[common, fail],
+        help="main job: ingest, check and analyze traces, logs and ZooKeeper captures",
+        description="Ingest the trace files, logs (logs/broker|bookie|client/) and ZooKeeper "
+        "captures (*.zk.jsonl) under PATH, run the checks, the pipeline and the correlation, "
+        "and print per (run, topic, subscription) the counts, the outages and the findings.",
+    )
+    p.add_argument("path", metavar="PATH", help="a trace file or a folder of captures")
+    p.set_defaults(handler=cmd_analyze)
+    p = sub.add_parser(
+        "pipeline", parents=[common], help="recompute silver and gold for changed runs"
+    )
+    p.add_argument(
+        "--run", action="append", metavar="RUN_ID", help="recompute this run (repeatable)"
+    )
+    p.add_argument(
+        "--runs",
+        metavar="RUN_IDS",
+        help="recompute these runs, comma-separated (one job parameter for a backfill)",
+    )
+    p.set_defaults(handler=cmd_pipeline)
+    p = sub.add_parser(
+        "explain",
+        parents=[common],
+        help="the merged timeline around a run or one finding",
+        description="Print client (trace), broker, bookie and ZooKeeper events on one corrected "
+        "clock around RUN, or around one anomaly or outage (--anomaly: an id or its prefix).",
+    )
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--anomaly", metavar="ID", help="anomaly_id or outage_id (a prefix is enough)")
+    p.set_defaults(handler=cmd_explain)
+    p = sub.add_parser("summary", parents=[common, fail], help="print the verdicts in gold")
+    p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
+    p.set_defaults(handler=cmd_summary)

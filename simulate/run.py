@@ -1,0 +1,271 @@
+"""`simulate run`: plan → per-message truth (Spark) → trace files, logs, ZooKeeper, truth.json."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pulsar_audit.schemas import ANOMALY_KINDS, PRODUCER_KINDS
+from simulate import consumers as C
+from simulate import truth as T
+from simulate.infra import write_infra
+from simulate.messages import build_messages
+from simulate.plan import Plan, build_plan
+from simulate.scenario import Scenario, validate
+from simulate.story import tell
+from simulate.trace import (
+    consumer_lines,
+    end_event,
+    producer_lines,
+    producer_name,
+    run_events,
+    write_trace,
+)
+
+log = logging.getLogger(__name__)
+TRUTH_FILE = "truth.json"
+DEFAULT_LADDER = [100, 300, 700, 1500, 3100, 6300, 12700, 25500]
+# Infrastructure event types (pipelines/log_patterns.py, zk_events.py) the simulated logs hold
+# for a finding: `analyze` should name at least one of them among its causes.
+OUTAGE_EVENTS = {
+    "unload": [
+        "bundle_unload_requested",
+        "bundle_unload_started",
+        "topic_unloading",
+        "client_reconnect_scheduled",
+    ],
+    "kill-broker": ["client_reconnect_scheduled"],
+    "isolate-broker-from-zk": ["zk_session_lost", "broker_shutdown", "client_reconnect_scheduled"],
+}
+DUPLICATE_EVENTS = [
+    "ledger_recovery",
+    "bundle_ownership_acquired",
+    "broker_shutdown",
+    "ledger_created",
+]
+
+
+def cause_of(
+    plan: Plan, kind: str, consumer: C.Consumer | None, redispatched: bool = False
+) -> dict[str, Any]:
+    """The true cause of an anomaly kind in this run (the protocol step that made it).
+
+    redispatched: the block holds messages a consumer's disconnect sent to another one."""
+    s = plan.scenario
+    fault = plan.faults[0] if plan.faults else {}
+    what = f"{fault.get('action')} of {fault.get('target')}"
+    name = consumer.name if consumer else ""
+    down = ", ".join(plan.killed)
+    texts = {
+        "duplicated": f"{what}: the old owner persisted these entries but the client never saw "
+        "their acks; it resent them to the new owner, which wrote them again (deduplication off)",
+        "unacked_received": f"{what}: persisted by the old owner (recovery closed the ledger at "
+        "its LAC) but the client's send timed out before it reconnected",
+        "redelivered": f"{name} did not ack them in time; the broker redelivered them",
+        "poll_skip": f"all Qw={s.write_quorum} bookies of their fragment ({down}) were down and "
+        f"the broker skipped the unreadable entries (autoSkipNonRecoverableData) for {name}",
+        "nonmonotonic_send": "the harness recorded the next message's ack callback first "
+        "(callbacks run on several threads): injected, not a protocol path",
+        "lost": f"all Qw={s.write_quorum} bookies of their fragment ({down}) were down and "
+        f"{name} read past them (autoSkipNonRecoverableData): acked data lost to it",
+        "unseen": f"all Qw={s.write_quorum} bookies of a fragment ({down}) were down when {name} "
+        "read: its acked entries are unreadable until they return and the reader blocks there",
+    }
+    if consumer is not None and consumer.stop_fraction and kind == "unseen":
+        texts["unseen"] = f"{name} stopped after {consumer.stop_fraction:.0%} of the topic, no end"
+    if consumer is not None and consumer.leaves:
+        texts.update(C.two_consumer_causes(consumer, what, redispatched))
+    events = DUPLICATE_EVENTS if kind in ("duplicated", "unacked_received") else []
+    return {
+        "kind": kind,
+        "text": texts.get(kind, ""),
+        "fault": fault.get("action"),
+        "bookies": plan.killed if kind in ("unseen", "lost", "poll_skip") else [],
+        "events": events,
+    }
+
+
+def simulate_run(
+    spark: SparkSession,
+    scenario: Scenario,
+    out: str | Path,
+    threshold_ms: int = 100,
+    ladder: list[int] | None = None,
+    gzip: bool = True,
+    columnar: bool = False,
+) -> dict[str, Any]:
+    """Write one run's trace files and truth.json under `out`; return the truth (a dict).
+
+    threshold_ms, ladder: the outage threshold and backoff ladder `analyze` will use; gzip:
+    the trace files as `.jsonl.gz` (default) or plain `.jsonl`; columnar: as `.parquet`.
+    """
+    s = validate(scenario)
+    ladder = ladder or DEFAULT_LADDER
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    plan = C.with_bookies_return(build_plan(s))
+    messages = build_messages(spark, plan)
+    copies = C.stored_copies(messages)
+    found = C.consumers(plan)
+    stop_rows = [r.asDict() for r in C.block_positions(copies, plan, found).collect()]
+    lines, small = producer_lines(messages, plan), run_events(plan)
+    labels, received, info = None, None, []
+    redispatched: dict[str, set[tuple[int, int]]] = {}
+    for n, consumer in enumerate(found):
+        stops = spark.createDataFrame(
+            [(r["stream"], r[f"stop_{n}"], r[f"crash_{n}"]) for r in stop_rows],
+            "stream long, stop_pos long, crash_pos long",
+        )
+        ended = consumer.stop_fraction == 0 and all(
+            r[f"stop_{n}"] >= r["stored"] for r in stop_rows
+        )
+        delivered = C.deliveries(copies, plan, consumer, stops)
+        lines = lines.unionByName(consumer_lines(delivered, plan, consumer, n))
+        if ended:
+            small.extend(end_event(plan, consumer, n, client) for client in consumer.members)
+        these = T.labels(messages, delivered, consumer.subscription, ended)
+        if consumer.mode != "single":  # one consumer in storage order never goes back
+            these = these.unionByName(T.out_of_order(delivered, consumer.subscription))
+            redispatched[consumer.subscription] = T.redispatched(delivered, consumer.name)
+        if consumer.skip_unreadable:
+            hole = C.is_unreadable(
+                plan, consumer.bookies_down, F.struct(*[F.col(c) for c in copies.columns])
+            )
+            these = these.unionByName(T.poll_skips(copies, delivered, hole, consumer.subscription))
+        got = T.received(delivered, consumer.subscription)
+        labels = these if labels is None else labels.unionByName(these)
+        received = got if received is None else received.unionByName(got)
+        stopped = {r["stream"]: r[f"stop_{n}"] for r in stop_rows}
+        left_at = {r["stream"]: r[f"crash_{n}"] for r in stop_rows}  # storage positions
+        info.append(
+            {
+                "name": consumer.name,
+                "subscription": consumer.subscription,
+                "clients": list(consumer.members),
+                "bookies_down": list(consumer.bookies_down),
+                "ended": ended,
+                "stopped_at": stopped,
+                **({"left": consumer.leaves, "left_at": left_at} if consumer.leaves else {}),
+                "visible": ended or any(stopped.values()),
+            }
+        )
+    labels = labels.unionByName(T.nonmonotonic_sends(messages))
+    files = write_trace(spark, lines, small, folder, s.run_id, gzip, columnar)
+    story = tell(plan)
+    infra_files = write_infra(plan, story.lines, story.zk, folder)
+    totals = messages.agg(
+        *[F.sum((F.col("outcome") == o).cast("long")).alias(o) for o in ("ack", "nack")]
+    ).first()
+    counts = {r["subscription"]: r["received"] for r in received.collect()}
+    truth = {
+        "format": "pulsar-audit simulate truth v1",
+        "run_id": s.run_id,
+        "topic": s.topic,
+        "scenario": s.as_dict(),
+        "config": f"{s.ensemble}-{s.write_quorum}-{s.ack_quorum}",
+        "faults": plan.faults,
+        "plan": plan.as_dict(),
+        "consumers": info,
+        "anomalies": _anomalies(plan, T.blocks(labels), found, info, redispatched),
+        "outages": _outages(plan, T.outages(messages, plan, threshold_ms, ladder)),
+        "outage_threshold_ms": threshold_ms,
+        "backoff_ladder_ms": ladder,
+        "files": [p.name for p in files],
+        "infra_files": infra_files,
+    }
+    truth["runs"] = _runs(
+        s, info, counts, truth["anomalies"], int(totals["ack"] or 0), int(totals["nack"] or 0)
+    )
+    truth["generate_s"] = round(time.monotonic() - started, 2)
+    (folder / TRUTH_FILE).write_text(json.dumps(truth, indent=1, default=str) + "\n")
+    return truth
+
+
+def _anomalies(
+    plan: Plan,
+    found: list[dict],
+    consumers: list[C.Consumer],
+    info: list[dict],
+    redispatched: dict[str, set[tuple[int, int]]],
+) -> list[dict[str, Any]]:
+    """Blocks with partition, producer and true cause; none for a consumer the trace cannot show.
+
+    redispatched: per two-consumer subscription, the (stream, seq) a disconnect sent again."""
+    partitioned = bool(plan.scenario.partitions)
+    by_subscription = {c.subscription: c for c in consumers}
+    visible = {c["subscription"] for c in info if c["visible"]}
+    found = [b for b in found if b["subscription"] in visible or b["subscription"] is None]
+    for block in found:
+        stream = block.pop("stream")
+        moved = redispatched.get(block["subscription"], set())
+        low, high = block["seq_from"], block["seq_to"]
+        block.update(
+            partition=stream if partitioned else -1,
+            producer=producer_name(stream, partitioned),
+            cause=cause_of(
+                plan,
+                block["kind"],
+                by_subscription.get(block["subscription"]),
+                any(st == stream and low <= seq <= high for st, seq in moved),
+            ),
+        )
+    return found
+
+
+def _outages(plan: Plan, found: list[dict]) -> list[dict[str, Any]]:
+    partitioned = bool(plan.scenario.partitions)
+    for outage in found:
+        stream = outage.pop("stream")
+        outage.update(
+            partition=stream if partitioned else -1,
+            producer=producer_name(stream, partitioned),
+            cause={
+                "fault": plan.faults[0],
+                "reconnect": plan.reconnect,
+                "events": OUTAGE_EVENTS.get(plan.faults[0]["action"], []),
+            },
+        )
+    return found
+
+
+def _runs(
+    s: Scenario,
+    info: list[dict],
+    counts: dict[str, int],
+    anomalies: list[dict],
+    acked: int,
+    nacked: int,
+) -> list[dict[str, Any]]:
+    """Expected `analyze --json` "runs" rows, one per subscription, sorted like the product.
+
+    A consumer that received nothing and has no `end` left no line in the trace: no reader of
+    the trace can know it existed, so it has no row (truth.json's "consumers" still lists it).
+    """
+    rows = []
+    for run in (c for c in info if c["visible"]):
+        row = {
+            "run_id": s.run_id,
+            "topic": s.topic,
+            "subscription": run["subscription"],
+            "sent": s.messages * s.streams,
+            "acked": acked,
+            "nacked": nacked,
+            "received": int(counts.get(run["subscription"], 0)),
+        }
+        for kind in ANOMALY_KINDS:  # a producer's kinds count for every subscription
+            everyones = kind in PRODUCER_KINDS
+            row[kind] = sum(
+                a["count"]
+                for a in anomalies
+                if a["kind"] == kind and (everyones or a["subscription"] == run["subscription"])
+            )
+        row["valid"] = T.valid(row, s.dedup, run["ended"])
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["subscription"])
