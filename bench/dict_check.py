@@ -6,9 +6,10 @@ The harness of the Pulsar chaos-test posts keeps `messages_sent` (value → list
 it was read under) and the sets of positively and negatively acked values, then reports
 missing acked messages, non-acked messages received, duplicates and out-of-order reads. This
 does the same with the product's definitions (pipelines/silver.py, detectors.py,
-duplicates.py, outages.py, verdict.py), per (run, topic, subscription), streaming the files
-with json.loads and holding every message and delivery in memory. Prints one JSON report
-(bench/counts.py). Bad lines are not handled: the benchmark's traces have none.
+detect_duplicated.py, detect_outages.py, verdict.py), per (run, topic, subscription),
+streaming the files with json.loads and holding every message and delivery in memory.
+Prints one JSON report (bench/counts.py). Bad lines are not handled: the benchmark's traces
+have none.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.duckdb_check TRACE_DIR [--threads 2] [--memory-limit 8GB]
 
 Prints one JSON report (bench/counts.py). Each query restates one product definition
-(pipelines/silver.py, detectors.py, duplicates.py, outages.py, verdict.py); the comment above
-it names the one it follows. Bad lines are not handled: the benchmark's traces have none.
+(pipelines/silver.py, detectors.py, detect_duplicated.py, detect_outages.py,
+verdict.py); the comment above it names the one it follows. Bad lines are not handled: the
+benchmark's traces have none.
 One difference in tie-breaking: the product orders a client's events by (ts, event_index,
 source_file, line_number); DuckDB's JSON reader gives no line number, so ties in (ts,
 event_index, file) stay unbroken. A trace with a unique event_index per client has none.

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
+from pipelines.detect_duplicated import run_deduplication
+from pipelines.detect_outages import detect_outages
 from pipelines.detectors import detect_anomalies
-from pipelines.duplicates import run_deduplication
-from pipelines.outages import detect_outages
 from pipelines.silver import (
     count_unattributed,
     resolve_receives,

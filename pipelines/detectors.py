@@ -19,8 +19,8 @@ from pipelines.common import (
     to_anomalies,
     was_or_were,
 )
-from pipelines.duplicates import detect_duplicated
-from pipelines.jepsen import detect_nonmonotonic_send, detect_poll_skip
+from pipelines.detect_duplicated import detect_duplicated
+from pipelines.detect_order import detect_nonmonotonic_send, detect_poll_skip
 
 SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 
@@ -180,7 +180,8 @@ def detect_anomalies(
     """gold.anomalies: every detector's rows.
 
     subscriptions: from `pipelines.silver.subscriptions`; deduplication: from
-    `pipelines.duplicates.run_deduplication`; producer_events (bronze): for non-monotonic send.
+    `pipelines.detect_duplicated.run_deduplication`; producer_events (bronze): for non-monotonic
+    send.
     """
     found = (
         detect_lost_or_unseen(message_history, subscriptions)

@@ -111,7 +111,7 @@ def summarize(
     """gold.run_summary: counts, valid = "true" / "false" / "unknown" and the reasons.
 
     subscriptions, unattributed: from `pipelines.silver`; deduplication: from
-    `pipelines.duplicates.run_deduplication`; check_results: bronze.check_results.
+    `pipelines.detect_duplicated.run_deduplication`; check_results: bronze.check_results.
     """
     per_topic, received, per_kind, outage_counts = _counts(
         message_history, delivery, anomalies, outages

@@ -6,7 +6,7 @@ import hashlib
 
 from pipeline_events import PIPELINE, T0, ack, at, bronze, nack, send
 
-from pipelines.outages import detect_outages
+from pipelines.detect_outages import detect_outages
 from pulsar_audit.schemas import OUTAGES
 
 
