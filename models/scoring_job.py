@@ -39,6 +39,18 @@ class Scorer:
     note: str
 
 
+# What `risk score` reports of each namespace's persistence policy.
+NAMESPACE_FIELDS = (
+    "cluster",
+    "namespace",
+    "policy_source",
+    "ensemble_size",
+    "write_quorum",
+    "ack_quorum",
+    "bookies_available",
+)
+
+
 def load_scorer(config: Config) -> Scorer:
     """The champion; without one, the rules baseline of the newest registered version."""
     import mlflow
@@ -106,21 +118,7 @@ def score_clusters(
         "model_name": scorer.model_name,
         "model_version": scorer.model_version,
         "note": scorer.note,
-        "namespaces": [
-            {
-                k: r[k]
-                for k in (
-                    "cluster",
-                    "namespace",
-                    "policy_source",
-                    "ensemble_size",
-                    "write_quorum",
-                    "ack_quorum",
-                    "bookies_available",
-                )
-            }
-            for r in settings.to_dict("records")
-        ],  # fmt: skip
+        "namespaces": [{k: r[k] for k in NAMESPACE_FIELDS} for r in settings.to_dict("records")],
         "rows_written": written,
         "scores": [_public(r) for r in scored],
     }

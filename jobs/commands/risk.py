@@ -58,20 +58,9 @@ def cmd_score(ctx: Context) -> int:
 def _score_text(result: dict[str, Any]) -> str:
     head = f"scored by {result['model_name']} version {result['model_version']}"
     lines = [head, result["note"]] if result["note"] else [head]
-    lines.append(
-        format_table(
-            result["namespaces"],
-            [
-                "cluster",
-                "namespace",
-                "policy_source",
-                "ensemble_size",
-                "write_quorum",
-                "ack_quorum",
-                "bookies_available",
-            ],
-        )  # fmt: skip
-    )
+    from models.scoring_job import NAMESPACE_FIELDS
+
+    lines.append(format_table(result["namespaces"], list(NAMESPACE_FIELDS)))
     lines.append(_scores_table(result["scores"]))
     lines.append(f"{result['rows_written']} rows written to gold.config_risk")
     return "\n".join(lines)
