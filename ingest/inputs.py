@@ -15,7 +15,7 @@ from ingest.traces import TRACE_SUFFIXES
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
-from pulsar_audit.storage import FileStore, local_form, precheck_local, segments
+from pulsar_audit.storage import FileStat, FileStore, local_form, precheck_local, segments
 
 LOG_SOURCES = ("broker", "bookie", "client")
 T = TypeVar("T")
@@ -31,6 +31,13 @@ class Inputs:
 
     def empty(self) -> bool:
         return not self.traces and not self.logs and not self.zk
+
+    def local_paths(self) -> list[Path] | None:
+        """Every listed file's local path (listed as FileStats), None if one is not local."""
+        every = [*self.traces, *self.zk, *(f for files in self.logs.values() for f in files)]
+        if not all(isinstance(f, FileStat) and f.uri.startswith("file:") for f in every):
+            return None
+        return sorted({Path(f.path) for f in every})
 
 
 def classify(root: str, files: list[T], path_of: Callable[[T], str]) -> Inputs:

@@ -232,7 +232,8 @@ def _analyze(
     if keeps_receipt:
         now = lakehouse.versions(TABLES)
         if (alone and not config.alerts.sinks) if deferred else now == before:
-            receipt.write_receipt(config, path, now, result)
+            listed = inputs.local_paths() if is_folder else None
+            receipt.write_receipt(config, path, now, result, listed)
     return result
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from pulsar_audit.config import Config
 from pulsar_audit.delta_log import local_versions
 from pulsar_audit.schemas import TABLES
+from pulsar_audit.storage import local_sha256
 
 log = logging.getLogger(__name__)
 
@@ -78,15 +79,9 @@ def input_files(path: str | Path) -> list[Path] | None:
 
 
 def hashes(files: Iterable[Path]) -> dict[str, str]:
-    """SHA-256 of each file's bytes (streamed)."""
-    found = {}
-    for file in files:
-        digest = hashlib.sha256()
-        with file.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-        found[str(file)] = digest.hexdigest()
-    return found
+    """SHA-256 of each file's bytes (those the ingest of this process hashed are not read
+    again)."""
+    return {str(file): local_sha256(str(file)) for file in files}
 
 
 def _file(config: Config) -> Path:
@@ -151,12 +146,14 @@ def write_receipt(
     path: str | Path,
     versions: dict[str, int],
     result: dict[str, Any],
+    files: list[Path] | None = None,
 ) -> None:
     """Record `result`, computed with the lakehouse at `versions`, for `path`'s inputs.
 
+    files: the input files under `path` as the job listed them (else listed here).
     Written to a temporary file and renamed: a reader sees the old receipt or the new one.
     """
-    files = input_files(path)
+    files = input_files(path) if files is None else files
     if not applies(config) or files is None:
         return
     receipt = {

@@ -45,6 +45,24 @@ class FileStat:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
+_HASHED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime ns) → SHA-256
+
+
+def local_sha256(path: str) -> str:
+    """SHA-256 of a local file's bytes, streamed; once per process for a file whose size and
+    modification time did not change (ingest and the rerun receipt both need it)."""
+    stat = os.stat(path)
+    key = (path, stat.st_size, stat.st_mtime_ns)
+    found = _HASHED.get(key)
+    if found is None:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+        found = _HASHED[key] = digest.hexdigest()
+    return found
+
+
 def local_form(path: str) -> str | None:
     """The local file-system path `path` names (a plain path or a `file:` URI), else None."""
     match = _SCHEME.match(path)
@@ -143,12 +161,9 @@ class FileStore:
         Local files are read by Python directly (the same bytes, without crossing the JVM
         gateway); any other scheme is read through the FileSystem's input stream.
         """
-        digest = hashlib.sha256()
         if file.uri.startswith("file:"):
-            with open(file.path, "rb") as handle:
-                while chunk := handle.read(_CHUNK):
-                    digest.update(chunk)
-            return digest.hexdigest()
+            return local_sha256(file.path)
+        digest = hashlib.sha256()
         fs, qualified = self._qualified(file.uri)
         stream = fs.open(qualified)
         try:

@@ -1,0 +1,52 @@
+"""The input folder listed once and each file hashed once per process (no Spark needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ingest.inputs import classify
+from pulsar_audit import storage
+from pulsar_audit.storage import FileStat, local_sha256
+
+
+def test_a_file_is_hashed_once_until_it_changes(tmp_path: Path, monkeypatch):
+    file = tmp_path / "trace-a.jsonl"
+    file.write_bytes(b'{"v":1}\n')
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(path, *args, **kwargs):  # noqa: ANN001, ANN202
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(storage, "open", counting_open, raising=False)
+    first = local_sha256(str(file))
+    assert first == hashlib.sha256(b'{"v":1}\n').hexdigest()
+    assert local_sha256(str(file)) == first  # the ingest's hash serves the receipt
+    assert opened == [str(file)]
+    file.write_bytes(b'{"v":22}\n')  # new size: read again
+    os.utime(file, ns=(1, 1))
+    assert local_sha256(str(file)) == hashlib.sha256(b'{"v":22}\n').hexdigest()
+    assert opened == [str(file), str(file)]
+
+
+def test_the_listing_gives_the_receipt_its_local_files():
+    def stat(path: str, scheme: str = "file:") -> FileStat:
+        return FileStat(path, f"{scheme}{path}", 1, 0)
+
+    listed = [
+        stat("/in/trace-1.jsonl"),
+        stat("/in/logs/broker/b1.log"),
+        stat("/in/zk/c.zk.jsonl"),
+        stat("/in/notes.txt"),
+    ]
+    inputs = classify("/in", listed, lambda f: f.path)
+    assert inputs.local_paths() == [
+        Path("/in/logs/broker/b1.log"),
+        Path("/in/trace-1.jsonl"),
+        Path("/in/zk/c.zk.jsonl"),
+    ]
+    remote = classify("/in", [stat("/in/trace-1.jsonl", "s3a:")], lambda f: f.path)
+    assert remote.local_paths() is None  # not on this machine: no receipt from this listing
