@@ -59,6 +59,15 @@ SMALL_INPUT_CONF = {
 }
 
 
+# A local driver's threads (the scheduler's, which serializes each task, and the executor's,
+# which deserializes it) recurse once per level of a stage's RDD lineage: without code
+# generation (small inputs, tests) every operator is a level. The JVM's default 1 MB stack
+# overflowed at a lineage of 300 levels here (StackOverflowError in ObjectOutputStream), less
+# while the JIT has not compiled the serializer yet; 16 MB holds a thousand. Stacks are
+# reserved, not committed: a thread uses only the memory it touches.
+LOCAL_THREAD_STACK = "-Xss16m"
+
+
 def local_input_bytes(path: str) -> int | None:
     """The size of the local input `path` (a file or a folder's files; gzip and Parquet
     counted as their likely text size); None for a path on another file system."""
@@ -120,7 +129,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
     log_conf = Path(__file__).with_name("log4j2.properties")
     java_options = f"-Dlog4j2.configurationFile=file:{log_conf}"
     if config.spark.master.startswith("local"):  # this process's own driver JVM
-        java_options = f"{java_options} {driver_options()}".strip()
+        java_options = f"{java_options} {LOCAL_THREAD_STACK} {driver_options()}".strip()
     builder = (
         SparkSession.builder.master(config.spark.master)
         .appName(config.spark.app_name)

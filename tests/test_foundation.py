@@ -25,6 +25,16 @@ def test_spark_loads_delta_from_the_jar_cache(spark):
     assert all("/.cache/jars/" in j for j in cached)
 
 
+def test_a_thousand_level_lineage_runs_on_the_local_drivers_stacks(spark):
+    """A stage's task whose RDD lineage is a thousand levels deep is serialized and run: the
+    local driver's threads have 16 MB stacks (on the JVM's default 1 MB, 300 levels of this
+    lineage overflow: StackOverflowError)."""
+    rdd = spark.sparkContext.parallelize([1, 2, 3], 1)
+    for _ in range(1000):
+        rdd = rdd.coalesce(1)  # one more level each, one partition, one task
+    assert rdd.count() == 3
+
+
 def test_init_creates_every_contract_table_once(lakehouse: Lakehouse):
     first = lakehouse.create_all()
     assert {r["table"] for r in first} == set(TABLES)
