@@ -10,28 +10,23 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ingest.inputs import Inputs, check_inputs, list_inputs
-from ingest.logs import ingest_log_files
-from ingest.zk_ingest import ingest_zk
 from jobs import receipt
 from jobs.context import Context
-from jobs.ingest import ingest_traces
+from jobs.ingest import ingest_inputs
+from jobs.stages import Progress, stage
 from pipelines.causes_job import CAUSE_OUTPUTS, refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.runs_job import PIPELINE_VERSION, run_pipeline
-from pulsar_audit import faults
 from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import TABLES
-from pulsar_audit.spark import local_input_bytes, side_by_side, spark_stage
+from pulsar_audit.spark import local_input_bytes, side_by_side
 from serve.alert_job import raise_and_send
 from serve.recognition import recognized_by_source
 from serve.summary import summary_report
@@ -51,29 +46,6 @@ GOLD_INPUTS = (
     "client_log",
     "zk_changes",
 )
-Progress = Callable[[str], None]
-
-
-def ingest_infrastructure(
-    lakehouse: Lakehouse,
-    path: str | Path,
-    progress: Progress | None = None,
-    inputs: Inputs | None = None,
-) -> dict[str, int]:
-    """Ingest the logs (logs/<source>/*.log) and ZooKeeper captures (*.zk.jsonl) under `path`."""
-    counts = {"log_files": 0, "log_lines": 0, "zk_files": 0, "zk_records": 0}
-    if inputs is None:
-        is_folder, inputs = list_inputs(lakehouse, path)
-        if not is_folder:
-            return counts
-    if inputs.logs:
-        for report in ingest_log_files(lakehouse, inputs.logs, progress=progress).values():
-            counts["log_files"] += report.files
-            counts["log_lines"] += report.lines
-    report = ingest_zk(lakehouse, path, progress, listed=inputs.zk)
-    counts["zk_files"] += report.files
-    counts["zk_records"] += report.records
-    return counts
 
 
 def refresh_gold(
@@ -126,18 +98,6 @@ class Ingested:
         return self.traces or self.infrastructure
 
 
-@contextmanager
-def stage(name: str, progress: Progress | None) -> Iterator[None]:
-    """Announce a stage on the live line and log how long it took (`-v`: where time goes)."""
-    faults.point(f"stage:{name}")
-    if progress:
-        progress(name)
-    started = time.monotonic()
-    with spark_stage(name):
-        yield
-    log.info("stage %s: %.1f s", name, time.monotonic() - started)
-
-
 def gold_inputs(lakehouse: Lakehouse, config: Config) -> str:
     """A fingerprint of everything gold is computed from: bronze's versions and the settings.
 
@@ -186,19 +146,7 @@ def _analyze(
     inputs: Inputs,
     progress: Progress | None,
 ) -> dict[str, Any]:
-    def traces() -> dict[str, Any]:
-        with stage("ingest traces", progress):
-            listed = inputs.traces if is_folder else None
-            return ingest_traces(lakehouse, path, progress, listed=listed).as_dict()
-
-    def infrastructure() -> dict[str, int]:
-        with stage("ingest logs and ZooKeeper captures", progress):
-            return ingest_infrastructure(
-                lakehouse, path, progress, inputs if is_folder else Inputs()
-            )
-
-    # different files into different tables (both note theirs in bronze.ingested_files)
-    report, infra = side_by_side(traces, infrastructure)
+    report, infra = ingest_inputs(lakehouse, path, is_folder, inputs, progress)
     lakehouse.commit_behind(lakehouse.pending())  # bronze is complete: committed meanwhile
     ingested = Ingested(
         traces=report["files"] > 0, infrastructure=infra["log_files"] + infra["zk_files"] > 0

@@ -1,5 +1,6 @@
-"""Trace ingest as the jobs run it: the files into bronze, gated row by row by the checks'
-rules in the same pass, then the table-level checks of every run the ingest touched."""
+"""Ingest as the jobs run it, entered once per job: the input folder's files, listed once
+(ingest/inputs.py), handed to each source; traces gated row by row by the checks' rules in
+the same pass, then the table-level checks of every run the ingest touched."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from checks.gate import ROW_GATE
 from checks.run_checks import check_ingested_runs, runs_with_stale_checks
 from ingest import traces
-from ingest.skeleton import Progress
+from ingest.inputs import Inputs, list_inputs
+from ingest.logs import ingest_log_files
 from ingest.traces import IngestReport
+from ingest.zk_ingest import ingest_zk
+from jobs.stages import Progress, stage
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.spark import side_by_side
 from pulsar_audit.storage import FileStat
 
 
@@ -37,3 +43,53 @@ def ingest_traces(
         now = datetime.now(UTC).replace(tzinfo=None)
         check_ingested_runs(lakehouse, runs, str(uuid.uuid4()), now)
     return replace(report, runs=runs)
+
+
+def ingest_infrastructure(
+    lakehouse: Lakehouse,
+    path: str | Path,
+    progress: Progress | None = None,
+    inputs: Inputs | None = None,
+) -> dict[str, int]:
+    """Ingest the logs (logs/<source>/*.log) and ZooKeeper captures (*.zk.jsonl) under `path`."""
+    counts = {"log_files": 0, "log_lines": 0, "zk_files": 0, "zk_records": 0}
+    if inputs is None:
+        is_folder, inputs = list_inputs(lakehouse, path)
+        if not is_folder:
+            return counts
+    if inputs.logs:
+        for report in ingest_log_files(lakehouse, inputs.logs, progress=progress).values():
+            counts["log_files"] += report.files
+            counts["log_lines"] += report.lines
+    report = ingest_zk(lakehouse, path, progress, listed=inputs.zk)
+    counts["zk_files"] += report.files
+    counts["zk_records"] += report.records
+    return counts
+
+
+def ingest_inputs(
+    lakehouse: Lakehouse,
+    path: str | Path,
+    is_folder: bool,
+    inputs: Inputs,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """Everything under `path` into bronze: the traces (with their checks) beside the logs
+    and ZooKeeper captures; (the trace report as a dict, the infrastructure counts).
+
+    is_folder, inputs: `path`'s listing (`list_inputs`); a single file is a trace.
+    """
+
+    def traces() -> dict[str, Any]:
+        with stage("ingest traces", progress):
+            listed = inputs.traces if is_folder else None
+            return ingest_traces(lakehouse, path, progress, listed=listed).as_dict()
+
+    def infrastructure() -> dict[str, int]:
+        with stage("ingest logs and ZooKeeper captures", progress):
+            return ingest_infrastructure(
+                lakehouse, path, progress, inputs if is_folder else Inputs()
+            )
+
+    # different files into different tables (both note theirs in bronze.ingested_files)
+    return side_by_side(traces, infrastructure)

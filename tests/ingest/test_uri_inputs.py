@@ -15,8 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest.inputs import classify, list_inputs
-from jobs.analyze import ingest_infrastructure
-from jobs.ingest import ingest_traces
+from jobs.ingest import ingest_infrastructure, ingest_traces
 from pulsar_audit.config import load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.storage import FileStat, FileStore, local_form, segments
