@@ -19,7 +19,7 @@ from models.evaluate import evaluate, gate, reliability_figure, side_by_side
 from models.features import build_run_features
 from models.frame import RAW_FEATURES, complete, held_out
 from models.model import ConfigRiskModel
-from models.rules import RulesBaseline
+from models.rules_of_thumb import RulesBaseline
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError

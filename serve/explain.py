@@ -11,9 +11,15 @@ from pyspark.sql import functions as F
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 
+# A finding's timeline: from BEFORE its start to AFTER its end (what led to it, what it left).
 BEFORE = timedelta(seconds=5)
 AFTER = timedelta(seconds=1)
 MAX_LINES = 200
+
+
+def infra_near(infra_events: DataFrame, start: datetime, end: datetime) -> DataFrame:
+    """silver.infra_events on the corrected clock around a finding (`explain`, `message`)."""
+    return infra_events.filter(F.col("corrected_ts").between(start - BEFORE, end + AFTER))
 
 
 def _finding(lakehouse: Lakehouse, run_id: str, finding_id: str) -> dict[str, Any]:
@@ -66,16 +72,12 @@ def _run_window(lakehouse: Lakehouse, run_id: str) -> tuple[datetime, datetime]:
 
 def _timeline(lakehouse: Lakehouse, run_id: str, start: datetime, end: datetime) -> DataFrame:
     lo, hi = start - BEFORE, end + AFTER
-    infra = (
-        lakehouse.read("infra_events")
-        .filter(F.col("corrected_ts").between(lo, hi))
-        .select(
-            F.col("corrected_ts").alias("ts"),
-            "source",
-            "host",
-            "event_type",
-            F.coalesce("detail", "raw").alias("what"),
-        )
+    infra = infra_near(lakehouse.read("infra_events"), start, end).select(
+        F.col("corrected_ts").alias("ts"),
+        "source",
+        "host",
+        "event_type",
+        F.coalesce("detail", "raw").alias("what"),
     )
     chaos = (
         lakehouse.read("run_events")

@@ -15,10 +15,9 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from serve.explain import infra_near
 
 MESSAGE_KEY = ["run_id", "topic", "partition", "producer", "seq"]
-INFRA_BEFORE = timedelta(seconds=5)
-INFRA_AFTER = timedelta(seconds=1)
 MAX_INFRA = 50
 MAX_CANDIDATES = 10
 # The version a VERSION --as-of counts in: the table that holds the findings.
@@ -215,10 +214,8 @@ def infra_around(
     Repeats of one kind on one host (a thousand failed writes of a closing ledger) are one
     row with their count, first and last time, and the first one's detail.
     """
-    lo, hi = start - INFRA_BEFORE, end + INFRA_AFTER
-    near = F.col("corrected_ts").between(lo, hi)
     concerns = F.col("topic").isNull() | (F.col("topic") == topic)
-    events = snapshot.read("infra_events").filter(near & concerns)
+    events = infra_near(snapshot.read("infra_events"), start, end).filter(concerns)
     first = F.struct("corrected_ts", "event_id")
     grouped = events.groupBy("source", "host", "clock", "event_type").agg(
         F.min("corrected_ts").alias("corrected_ts"),

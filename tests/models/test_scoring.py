@@ -7,7 +7,7 @@ import pytest
 from runs import run_row, runs
 
 from models.model import ConfigRiskModel
-from models.rules import RulesBaseline
+from models.rules_of_thumb import RulesBaseline
 from models.score import explain, feature_rows, parse_fault, score_rows
 from models.train import defaults, support
 from pulsar_audit.errors import UsageError
