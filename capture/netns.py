@@ -108,10 +108,6 @@ class Network:
         _run("ip", "-n", host.netns, "link", "set", "lo", "up")
         return host
 
-    def exec_prefix(self, name: str) -> list[str]:
-        """The argv prefix that runs a command inside host `name`'s namespace."""
-        return ["ip", "netns", "exec", self.hosts[name].netns]
-
     # ---- faults
     def _add_rule(self, netns: str, chain: str, *match: str) -> None:
         _run("ip", "netns", "exec", netns, "iptables", "-A", chain, *match, "-j", "DROP")

@@ -33,11 +33,6 @@ def fingerprint(store: FileStore, file: FileStat) -> InputFile:
     return InputFile(file.path, file.size_bytes, store.sha256(file), file.uri)
 
 
-def read_numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """One row per line of `paths` (URIs or local paths): source_file, line_number, value."""
-    return read_lines(spark, paths).lines
-
-
 @dataclass(frozen=True)
 class Lines:
     """The lines of a batch of files, numbered, and how many lines each file has."""

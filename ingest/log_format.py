@@ -288,16 +288,3 @@ def parse_log_lines(lines: DataFrame, zone: str = "UTC") -> DataFrame:
     return (
         lines.transform(with_layout_fields, zone).transform(with_entry_number).transform(to_entries)
     )
-
-
-def layout_counts(lines: DataFrame, zone: str = "UTC") -> DataFrame:
-    """Per file and layout, how many lines start an entry of that layout (layout null: none).
-
-    Tells which layout each file was recognised in: a client file in the Java client's
-    log4j2 layout, in the C++ client's, or in both.
-    """
-    return (
-        lines.transform(with_layout_fields, zone)
-        .groupBy("source_file", "layout")
-        .agg(F.count(F.lit(1)).alias("lines"))
-    )

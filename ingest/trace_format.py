@@ -341,14 +341,6 @@ def to_columnar(records: DataFrame) -> DataFrame:
     )
 
 
-def parse_lines(lines: DataFrame) -> DataFrame:
-    """Lines (source_file, line_number, value) → one row per record with typed fields and `reason`.
-
-    Blank lines are not records and are left out.
-    """
-    return parse_records(lines).filter(~F.col("_blank")).drop("_blank")
-
-
 def target_table(role: Column) -> Column:
     """The bronze table a record of `role` belongs to ('trace' when the role is unknown)."""
     table = F.lit("trace")

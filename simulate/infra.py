@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from simulate.plan import BUNDLE_RANGE, NAMESPACE, Plan, send_time
+from simulate.plan import BUNDLE_RANGE, NAMESPACE, Plan
 from simulate.scenario import Scenario
 
 BUNDLE = f"{NAMESPACE}/{BUNDLE_RANGE}"  # the first of the namespace's 4 bundles
@@ -240,10 +240,6 @@ def write_infra(
     zk_file.write_text("".join(json.dumps({**r, **named}) + "\n" for r in rows))
     counts[zk_file.name] = len(zk)
     return counts
-
-
-def first_send(plan: Plan) -> int:
-    return send_time(plan.scenario, 0) if plan.scenario.messages else plan.scenario.t0_us
 
 
 class Story:

@@ -33,8 +33,13 @@ except OSError as e:
 """
 
 
+def exec_prefix(net: Network, name: str) -> list[str]:
+    """The argv prefix that runs a command inside host `name`'s namespace."""
+    return ["ip", "netns", "exec", net.hosts[name].netns]
+
+
 def _connect_from(net: Network, host: str | None, ip: str) -> str:
-    prefix = net.exec_prefix(host) if host else []
+    prefix = exec_prefix(net, host) if host else []
     result = subprocess.run(
         [*prefix, sys.executable, "-c", CLIENT, ip], capture_output=True, text=True, timeout=20
     )
@@ -48,7 +53,7 @@ def network():
     try:
         a, b = net.add_host("a"), net.add_host("b")
         server = subprocess.Popen(
-            [*net.exec_prefix("a"), sys.executable, "-c", SERVER, a.ip],
+            [*exec_prefix(net, "a"), sys.executable, "-c", SERVER, a.ip],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -72,7 +77,7 @@ def test_partition_cuts_one_link_and_heal_restores_it(network) -> None:
 
     net.lossy("a", "b", 0.5)
     rules = subprocess.run(
-        [*net.exec_prefix("a"), "iptables", "-S", "INPUT"], capture_output=True, text=True
+        [*exec_prefix(net, "a"), "iptables", "-S", "INPUT"], capture_output=True, text=True
     ).stdout
     assert f"-s {b.ip}/32 -m statistic --mode random --probability 0.5" in rules
 

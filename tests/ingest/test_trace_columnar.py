@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from trace_lines import parse_lines, read_numbered_lines
 
-from ingest.files import read_numbered_lines
 from ingest.trace_format import (
     ALL_OPTIONAL,
     REQUIRED,
     columnar_problems,
     parse_columnar,
-    parse_lines,
     to_columnar,
 )
 from jobs.ingest import ingest_traces

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from trace_lines import parse_lines, read_numbered_lines
 
-from ingest.files import read_numbered_lines
-from ingest.trace_format import parse_lines
 from jobs.ingest import ingest_traces
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"

@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ingest.log_format import ERR_NOT_ENTRY, layout_counts, parse_log_lines
+from ingest.log_format import ERR_NOT_ENTRY, parse_log_lines, with_layout_fields
 from ingest.logs import ingest_logs, with_lineage
 from pipelines.consumer_attribution import with_consumer_topics
 from pipelines.infra_events import build_infra_events, match_log_events
@@ -34,6 +35,19 @@ COUNTS = {
     "client-go-0.9.log": ("client", 10, 9, 7, 1),
     "client-go-0.15.log": ("client", 3, 3, 2, 0),
 }
+
+
+def layout_counts(lines: DataFrame, zone: str = "UTC") -> DataFrame:
+    """Per file and layout, how many lines start an entry of that layout (layout null: none).
+
+    Tells which layout each file was recognised in: a client file in the Java client's
+    log4j2 layout, in the C++ client's, or in both.
+    """
+    return (
+        lines.transform(with_layout_fields, zone)
+        .groupBy("source_file", "layout")
+        .agg(F.count(F.lit(1)).alias("lines"))
+    )
 
 
 def _lines(spark, *names: str):

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pyspark.sql import functions as F
+from trace_lines import parse_lines
 
-from ingest.trace_format import parse_lines
 from ingest.zk_ingest import ingest_zk
 from models.features import run_faults
 from models.score import cluster_settings
