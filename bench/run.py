@@ -37,7 +37,16 @@ from pulsar_audit.jvm_archive import ARCHIVE_ENV
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 CLI = str(REPO / ".venv" / "bin" / "pulsar-audit")
-PRODUCT_DIRS = ("pulsar_audit", "ingest", "checks", "pipelines", "models", "conf")
+PRODUCT_DIRS = (
+    "pulsar_audit",
+    "ingest",
+    "checks",
+    "pipelines",
+    "serve",
+    "jobs",
+    "simulate",
+    "conf",
+)
 
 
 def _size(text: str) -> tuple[str, int]:
