@@ -32,9 +32,12 @@ class Inputs:
     def empty(self) -> bool:
         return not self.traces and not self.logs and not self.zk
 
+    def every(self) -> list:
+        return [*self.traces, *self.zk, *(f for files in self.logs.values() for f in files)]
+
     def local_paths(self) -> list[Path] | None:
         """Every listed file's local path (listed as FileStats), None if one is not local."""
-        every = [*self.traces, *self.zk, *(f for files in self.logs.values() for f in files)]
+        every = self.every()
         if not all(isinstance(f, FileStat) and f.uri.startswith("file:") for f in every):
             return None
         return sorted({Path(f.path) for f in every})
@@ -74,17 +77,31 @@ def _log_source(folders: list[str], below: int) -> str | None:
     return None
 
 
-def check_inputs(path: str | Path) -> None:
-    """Pre-flight before Spark starts: fail when a local `path` holds no input at all.
+def check_inputs(path: str | Path) -> list[Path] | None:
+    """Pre-flight before Spark starts: fail when a local `path` holds no input at all; else
+    its input files (`local_input_files`), for the rerun receipt to compare.
 
     Paths on other file systems (dbfs:, s3a:, abfss: …) are checked once Spark lists them.
     """
     precheck_local(str(path))
     local = local_form(str(path))
-    if local is None or not os.path.isdir(local):
-        return
+    if local is None:
+        return None
+    if not os.path.isdir(local):
+        return [Path(local).resolve()]
     names = [os.path.join(d, f) for d, _, files in os.walk(local) for f in files]
-    require_inputs(str(path), classify(local, names, str))
+    found = classify(local, names, str)
+    require_inputs(str(path), found)
+    return sorted({Path(f).resolve() for f in found.every()})
+
+
+def local_input_files(path: str | Path) -> list[Path] | None:
+    """Every file `analyze PATH` would consider (traces, logs, ZooKeeper captures), resolved,
+    when PATH is on the local file system (a plain path or a `file:` URI); None otherwise."""
+    local = local_form(str(path))
+    if local is None or not os.path.exists(local):
+        return None
+    return check_inputs(path)
 
 
 def require_inputs(path: str, inputs: Inputs) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.inputs import Inputs, check_inputs, list_inputs
+from ingest.inputs import Inputs, list_inputs
 from jobs import receipt
 from jobs.context import Context
 from jobs.ingest import ingest_inputs
@@ -27,6 +27,7 @@ from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import TABLES
 from pulsar_audit.spark import local_input_bytes, side_by_side
+from pulsar_audit.storage import precheck_local
 from serve.alert_job import raise_and_send
 from serve.recognition import recognized_by_source
 from serve.summary import summary_report
@@ -124,7 +125,7 @@ def analyze(
     deferred (pulsar_audit/deferred.py): every stage reads what the stages before it wrote
     from memory, and each table is committed once; the job holds the ingest lock throughout.
     """
-    check_inputs(path)
+    precheck_local(str(path))  # a folder without inputs: list_inputs says so
     is_folder, inputs = list_inputs(lakehouse, path)
     with stage("create tables", progress):
         lakehouse.create_all()

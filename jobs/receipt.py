@@ -25,6 +25,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from ingest.inputs import local_input_files
 from pulsar_audit.config import Config
 from pulsar_audit.delta_log import local_versions
 from pulsar_audit.schemas import TABLES
@@ -61,23 +62,6 @@ def settings(config: Config) -> str:
     return repr(config.pipeline)
 
 
-def input_files(path: str | Path) -> list[Path] | None:
-    """Every file `analyze PATH` would consider (traces, logs, ZooKeeper captures), when PATH
-    is on the local file system (a plain path or a `file:` URI); None otherwise."""
-    from ingest.inputs import classify
-    from pulsar_audit.storage import local_form
-
-    local = local_form(str(path))
-    if local is None or not os.path.exists(local):
-        return None
-    if os.path.isfile(local):
-        return [Path(local).resolve()]
-    names = [os.path.join(d, f) for d, _, files in os.walk(local) for f in files]
-    found = classify(local, names, str)
-    every = [*found.traces, *found.zk, *(f for files in found.logs.values() for f in files)]
-    return sorted({Path(f).resolve() for f in every})
-
-
 def hashes(files: Iterable[Path]) -> dict[str, str]:
     """SHA-256 of each file's bytes (those the ingest of this process hashed are not read
     again)."""
@@ -105,8 +89,13 @@ def _decode(obj: dict[str, Any]) -> Any:
     return obj
 
 
-def recorded_result(config: Config, path: str | Path) -> dict[str, Any] | None:
-    """The result of the last analyze, if a rerun on `path` now would compute exactly it."""
+def recorded_result(
+    config: Config, path: str | Path, files: list[Path] | None = None
+) -> dict[str, Any] | None:
+    """The result of the last analyze, if a rerun on `path` now would compute exactly it.
+
+    files: `path`'s input files as the pre-flight found them (else listed here).
+    """
     if not applies(config):
         return None
     try:
@@ -127,7 +116,7 @@ def recorded_result(config: Config, path: str | Path) -> dict[str, Any] | None:
         log.info("receipt: tables written since it was written: %s", ", ".join(moved))
         return None
     known = receipt.get("files", {})
-    files = input_files(path)
+    files = local_input_files(path) if files is None else files
     if files is None:
         return None
     unknown = [f for f in files if str(f) not in known]
@@ -153,7 +142,7 @@ def write_receipt(
     files: the input files under `path` as the job listed them (else listed here).
     Written to a temporary file and renamed: a reader sees the old receipt or the new one.
     """
-    files = input_files(path) if files is None else files
+    files = local_input_files(path) if files is None else files
     if not applies(config) or files is None:
         return
     receipt = {

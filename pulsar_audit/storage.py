@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -45,21 +46,26 @@ class FileStat:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
-_HASHED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime ns) → SHA-256
+_HASHED: dict[tuple[str, int, int, int, int], str] = {}  # file identity and times → SHA-256
+# A file's times are kept by a coarse clock: a hash is kept only for a file untouched for this
+# long before it was read, so that a later rewrite of the same size cannot keep its old times.
+_SETTLED_NS = 2_000_000_000
 
 
 def local_sha256(path: str) -> str:
-    """SHA-256 of a local file's bytes, streamed; once per process for a file whose size and
-    modification time did not change (ingest and the rerun receipt both need it)."""
+    """SHA-256 of a local file's bytes, streamed; once per process for a settled file whose
+    inode, size and times did not change since (ingest and the rerun receipt both need it)."""
     stat = os.stat(path)
-    key = (path, stat.st_size, stat.st_mtime_ns)
+    key = (path, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     found = _HASHED.get(key)
     if found is None:
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
             while chunk := handle.read(_CHUNK):
                 digest.update(chunk)
-        found = _HASHED[key] = digest.hexdigest()
+        found = digest.hexdigest()
+        if time.time_ns() - stat.st_mtime_ns > _SETTLED_NS:
+            _HASHED[key] = found
     return found
 
 

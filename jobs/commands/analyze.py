@@ -63,9 +63,9 @@ def cmd_analyze(ctx: Context) -> int:
     from jobs.analyze import analyze_path
     from jobs.receipt import recorded_result
 
-    check_inputs(ctx.args.path)  # before Spark starts: a wrong path costs nothing
+    files = check_inputs(ctx.args.path)  # before Spark starts: a wrong path costs nothing
     # Nothing new since the last analyze: its recorded result, without starting Spark.
-    result = recorded_result(ctx.config, ctx.args.path)
+    result = recorded_result(ctx.config, ctx.args.path, files)
     if result is None:
         result = analyze_path(ctx, ctx.args.path)
     ctx.emit(result, render)

@@ -14,6 +14,7 @@ from pulsar_audit.storage import FileStat, local_sha256
 def test_a_file_is_hashed_once_until_it_changes(tmp_path: Path, monkeypatch):
     file = tmp_path / "trace-a.jsonl"
     file.write_bytes(b'{"v":1}\n')
+    os.utime(file, ns=(10**18, 10**18))  # settled: untouched since long before the read
     opened: list[str] = []
     real_open = open
 
@@ -26,10 +27,10 @@ def test_a_file_is_hashed_once_until_it_changes(tmp_path: Path, monkeypatch):
     assert first == hashlib.sha256(b'{"v":1}\n').hexdigest()
     assert local_sha256(str(file)) == first  # the ingest's hash serves the receipt
     assert opened == [str(file)]
-    file.write_bytes(b'{"v":22}\n')  # new size: read again
-    os.utime(file, ns=(1, 1))
-    assert local_sha256(str(file)) == hashlib.sha256(b'{"v":22}\n').hexdigest()
-    assert opened == [str(file), str(file)]
+    file.write_bytes(b'{"v":2}\n')  # rewritten, same size, just now: read again, not kept
+    assert local_sha256(str(file)) == hashlib.sha256(b'{"v":2}\n').hexdigest()
+    assert local_sha256(str(file)) == hashlib.sha256(b'{"v":2}\n').hexdigest()
+    assert opened == [str(file)] * 3
 
 
 def test_the_listing_gives_the_receipt_its_local_files():
