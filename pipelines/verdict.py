@@ -5,7 +5,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pulsar_audit.schemas import ANOMALY_KINDS, PRODUCER_KINDS, RUN_COUNTS, RUN_SUMMARY, conform
+from pulsar_audit.kinds import ANOMALY_KINDS, PRODUCER_KINDS, RUN_COUNTS
+from pulsar_audit.schemas import RUN_SUMMARY, conform
 
 SUBSCRIPTION_KEY = ["run_id", "topic", "subscription"]
 COUNTS = [*RUN_COUNTS, "outages", "unattributed"]

@@ -7,7 +7,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.schemas import RUN_COUNTS
+from pulsar_audit.kinds import RUN_COUNTS
 
 # The keys of `analyze --json`'s "runs" and "outages" entries, in order.
 RUN_FIELDS = ("run_id", "topic", "subscription", *RUN_COUNTS, "valid")

@@ -11,7 +11,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pulsar_audit.schemas import ANOMALY_KINDS, PRODUCER_KINDS
+from pulsar_audit.kinds import ANOMALY_KINDS, PRODUCER_KINDS
 from simulate import consumers as C
 from simulate import truth as T
 from simulate.infra import write_infra

@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from pulsar_audit.schemas import RUN_COUNTS
+from pulsar_audit.kinds import RUN_COUNTS
 from simulate.plan import Plan
 
 COUNT_FIELDS = RUN_COUNTS

@@ -17,7 +17,7 @@ from json_schema_check import SCHEMA, validate
 from json_schema_check import cli_json as _json
 
 from jobs.cli import main
-from pulsar_audit.schemas import RUN_COUNTS
+from pulsar_audit.kinds import RUN_COUNTS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

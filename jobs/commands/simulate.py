@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from jobs.context import EXIT_OK, Context
+from pulsar_audit.kinds import RUN_COUNTS
 from pulsar_audit.output import format_table
-from pulsar_audit.schemas import RUN_COUNTS
 from simulate.scenario import scenario_from
 
 # the text table: every count of truth.json, as `analyze` prints them

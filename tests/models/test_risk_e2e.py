@@ -10,7 +10,7 @@ import json
 import pytest
 from test_risk_cli import run_json, validate
 
-from jobs import risk
+from jobs import training_runs
 
 pytestmark = pytest.mark.risk_e2e
 
@@ -36,10 +36,10 @@ def _zk(path: str, decoded: dict | None = None, op: str = "snapshot") -> str:
 def test_train_on_a_fresh_lakehouse_then_score_a_capture(
     spark, config, lakehouse, tmp_path, capsys, monkeypatch
 ) -> None:
-    monkeypatch.setattr(risk, "DEFAULT_SWEEPS", TINY_SWEEPS)
-    monkeypatch.setattr(risk, "SWEEP_COMMON", {"messages": 60, "entries_per_ledger": 20,
+    monkeypatch.setattr(training_runs, "DEFAULT_SWEEPS", TINY_SWEEPS)
+    monkeypatch.setattr(training_runs, "SWEEP_COMMON", {"messages": 60, "entries_per_ledger": 20,
                                                "ack_return_us": 1500})  # fmt: skip
-    monkeypatch.setattr(risk, "REAL_RUNS", tmp_path / "no-real-runs")
+    monkeypatch.setattr(training_runs, "REAL_RUNS", tmp_path / "no-real-runs")
     trained = run_json(capsys, "risk", "train", "--lakehouse", config.lakehouse)
     validate(trained, "risk_train")
     assert trained["prepared"]["simulated"]["runs"] == 8

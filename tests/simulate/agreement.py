@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pulsar_audit.schemas import RUN_COUNTS
+from pulsar_audit.kinds import RUN_COUNTS
 
 RUN_FIELDS = ("subscription", *RUN_COUNTS, "valid")
 BLOCK_FIELDS = ("subscription", "partition", "producer", "kind", "seq_from", "seq_to", "count")

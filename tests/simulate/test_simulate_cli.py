@@ -9,7 +9,7 @@ from pathlib import Path
 from json_schema_check import SCHEMA, validate
 from json_schema_check import cli_json as _json
 
-from pulsar_audit.schemas import RUN_COUNTS
+from pulsar_audit.kinds import RUN_COUNTS
 
 
 def test_simulate_run_json_follows_the_schema(spark, capsys, tmp_path: Path):
