@@ -89,7 +89,6 @@ def build_summary(
     """gold.run_summary from silver, the findings and bronze's run config and checks."""
     return summarize(
         silver.message_history,
-        silver.delivery,
         anomalies,
         outages,
         shared.subscriptions,

@@ -20,7 +20,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("checks", "ingest", "jobs", "models", "pipelines", "pulsar_audit", "serve")
+PACKAGES = (
+    "capture",
+    "checks",
+    "ingest",
+    "jobs",
+    "models",
+    "pipelines",
+    "pulsar_audit",
+    "serve",
+    "simulate",
+)
 DATABRICKS = ["--env", "databricks", "--catalog", "main", "--schema-prefix", "pa", "--json"]
 LANDING = "dbfs:/Volumes/main/pa_landing/landing"
 DRY_RUNS = [
