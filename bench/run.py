@@ -30,7 +30,7 @@ from bench.counts import differences, from_analyze, totals
 from bench.measure import Measured, run_measured, skipped
 from bench.profiling import profiling_conf_dir
 from bench.simulated import from_truth, simulated_messages
-from bench.stage_profile import event_log_file, markdown, profile
+from bench.stage_profile import event_log_file, markdown, profile, step_markdown, step_profile
 from pulsar_audit.config import CONF_DIR_VAR, DEFAULT_ENV, ENV_VAR, default_conf_dir
 from pulsar_audit.jvm_archive import ARCHIVE_ENV
 
@@ -84,6 +84,7 @@ class Bench:
         }
         self.failures: list[str] = []
         self.profiles: dict[str, list[dict[str, Any]]] = {}  # analyze's name → stage rows
+        self.step_profiles: dict[str, list[dict[str, Any]]] = {}  # analyze's name → step rows
 
     # ------------------------------------------------------------------ helpers
 
@@ -103,7 +104,10 @@ class Bench:
     def record(self, m: Measured) -> dict[str, Any]:
         """What results.json keeps of a process: no stdout/stderr, the stage profile if any."""
         kept = {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")}
-        return {**kept, "stage_profile": self.profiles[m.name]} if m.name in self.profiles else kept
+        if m.name not in self.profiles:
+            return kept
+        steps = {"step_profile": self.step_profiles[m.name]} if m.name in self.step_profiles else {}
+        return {**kept, "stage_profile": self.profiles[m.name], **steps}
 
     def fresh(self, path: Path) -> Path:
         shutil.rmtree(path, ignore_errors=True)
@@ -160,13 +164,18 @@ class Bench:
             print("    no stage profile: no Spark session started (nothing new)", flush=True)
             return result
         try:
-            rows = profile(event_log_file(events), lakehouse, self.work / "logs" / f"{name}.err")
+            log = event_log_file(events)
+            rows = profile(log, lakehouse, self.work / "logs" / f"{name}.err")
+            steps = step_profile(log)
         except (OSError, ValueError) as exc:
             print(f"    no stage profile: {exc}", flush=True)
             self.failures.append(f"{name}: no stage profile ({exc})")
             return result
         self.profiles[name] = rows
         print("    " + markdown(rows).replace("\n", "\n    "), flush=True)
+        if steps:  # the tables the pipeline computes and writes, each on its own
+            self.step_profiles[name] = steps
+            print("    " + step_markdown(steps).replace("\n", "\n    "), flush=True)
         return result
 
     # ------------------------------------------------------------------ stages
@@ -430,6 +439,8 @@ def _profiles(results: dict[str, Any]) -> list[str]:
     for m in measured:
         if m.get("stage_profile"):
             lines += ["", f"stages of {m['name']} (Spark event log):", markdown(m["stage_profile"])]
+        if m.get("step_profile"):
+            lines += ["", f"steps of {m['name']}:", step_markdown(m["step_profile"])]
     return lines
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 STAGE_PROPERTY = "pulsar_audit.stage"
+STEP_PROPERTY = "pulsar_audit.step"  # inside a stage: the table a job computes or writes
 OUTSIDE = "(outside a stage)"
 STAGE_LINE = re.compile(r"^(\S+ \S+),(\d{3}) INFO jobs\.analyze: stage (.+): ([0-9.]+) s$")
 COMPRESSED_SUFFIXES = (".zstd", ".lz4", ".lzf", ".snappy")
@@ -85,6 +86,8 @@ class EventLog:
     stages: dict[str, StageFigures]
     executions: dict[int, Execution]
     window: tuple[int, int] | None  # the application's start and end, epoch ms
+    # (stage, step) → the figures of the jobs tagged with that step (pulsar_audit.spark_step)
+    steps: dict[tuple[str, str], StageFigures] = field(default_factory=dict)
 
 
 def _refuse_compressed(path: Path) -> None:
@@ -107,6 +110,9 @@ def read_events(path: Path) -> EventLog:
     app: dict[str, int] = {}
     started: dict[int, tuple[str, int]] = {}  # job id → its stage name and submission time
     spark_stage_of: dict[int, str] = {}  # Spark's stage id → our stage name
+    steps: dict[tuple[str, str], StageFigures] = defaultdict(StageFigures)
+    step_of: dict[int, tuple[str, str]] = {}  # Spark's stage id → (our stage, its step)
+    step_started: dict[int, tuple[str, str]] = {}  # job id → (our stage, its step)
     with open(path, encoding="utf-8") as events:
         for line in filter(str.strip, events):
             event = json.loads(line)
@@ -118,14 +124,26 @@ def read_events(path: Path) -> EventLog:
                 if root is not None and int(root) in executions:
                     executions[int(root)].stage = name
                 started[event["Job ID"]] = name, event["Submission Time"]
+                step = properties.get(STEP_PROPERTY)
                 for stage_id in event.get("Stage IDs", []):
                     spark_stage_of[stage_id] = name
+                    if step:
+                        step_of[stage_id] = (name, step)
                 stages[name].jobs += 1
+                if step:
+                    steps[name, step].jobs += 1
+                    step_started[event["Job ID"]] = (name, step)
             elif kind == "SparkListenerJobEnd" and event["Job ID"] in started:
                 name, at = started[event["Job ID"]]
                 stages[name].intervals.append((at, event["Completion Time"]))
+                if event["Job ID"] in step_started:
+                    steps[step_started[event["Job ID"]]].intervals.append(
+                        (at, event["Completion Time"])
+                    )
             elif kind == "SparkListenerTaskEnd":
                 _add_task(stages[spark_stage_of.get(event["Stage ID"], OUTSIDE)], event)
+                if event["Stage ID"] in step_of:
+                    _add_task(steps[step_of[event["Stage ID"]]], event)
             elif kind.endswith("SQLExecutionStart"):
                 if event.get("rootExecutionId", event["executionId"]) == event["executionId"]:
                     plan = event.get("physicalPlanDescription", "")
@@ -135,7 +153,7 @@ def read_events(path: Path) -> EventLog:
             elif kind in ("SparkListenerApplicationStart", APP_END):
                 app[kind] = event["Timestamp"]
     window = (app.get("SparkListenerApplicationStart", 0), app.get(APP_END, 2**62))
-    return EventLog(stages, executions, window if app else None)
+    return EventLog(stages, executions, window if app else None, dict(steps))
 
 
 def _add_task(figures: StageFigures, event: dict[str, Any]) -> None:
@@ -213,6 +231,28 @@ def profile(event_log: Path, lakehouse: Path, stderr: Path | None = None) -> lis
     return [stages[name].row(name) for name in order]
 
 
+def step_profile(event_log: Path) -> list[dict]:
+    """Per (stage, step) — the table a job of the stage computes or writes — its jobs' figures,
+    in the order the steps started; empty when no job carries a step."""
+    steps = read_events(event_log).steps
+    order = sorted(steps, key=lambda key: min(steps[key].intervals or [(2**62,)])[0])
+    return [{**steps[stage, step].row(step), "stage": stage, "step": step} for stage, step in order]
+
+
+def step_markdown(rows: list[dict]) -> str:
+    """The step rows as a Markdown table (steps of one stage can overlap: no sums)."""
+    lines = [
+        "| stage | step | Spark jobs | jobs s | executor CPU s | rows read | shuffle MB |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['stage']} | {r['step']} | {r['spark_jobs']} | {r['jobs_s']:.1f} "
+            f"| {r['cpu_s']:.1f} | {r['records_read']:,} | {r['shuffle_mb']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def markdown(rows: list[dict]) -> str:
     """The rows as a Markdown table, and an `all` row of their sums (stages that ran side by
     side make the summed wall s and jobs s exceed the process's wall)."""
@@ -251,6 +291,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         log = event_log_file(log) if log.is_dir() else log
         print(markdown(profile(log, Path(args[1]), Path(args[2]) if len(args) == 3 else None)))
+        steps = step_profile(log)
+        if steps:
+            print("\n" + step_markdown(steps))
     except ValueError as exc:  # a compressed or missing log: say what to do, no traceback
         raise SystemExit(str(exc)) from None
 

@@ -23,7 +23,7 @@ from pulsar_audit.config import Config, PipelineConfig
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import TABLES, conform
-from pulsar_audit.spark import checkpointed, release, side_by_side
+from pulsar_audit.spark import checkpointed, release, side_by_side, spark_step
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,8 @@ def _compute(
     kept: dict[str, DataFrame] = {}
 
     def keep(table: str, df: DataFrame) -> DataFrame:
-        kept[table] = checkpointed(conform(df, TABLES[table].schema))
+        with spark_step(table):
+            kept[table] = checkpointed(conform(df, TABLES[table].schema))
         return kept[table]
 
     try:
@@ -156,7 +157,8 @@ def _replace(
     """Replacing the runs' rows of `table` with `df`, as a step to run."""
 
     def replace() -> None:
-        rows = lakehouse.replace_runs(table, df, runs)
+        with spark_step(f"write {table}"):
+            rows = lakehouse.replace_runs(table, df, runs)
         log.info("%s: %d rows for %d run(s)", table, rows, len(runs))
 
     return replace

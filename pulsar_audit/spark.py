@@ -9,7 +9,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -210,23 +210,37 @@ def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[
 
 
 STAGE_PROPERTY = "pulsar_audit.stage"
+# Inside a stage, the table or step a job computes (e.g. the pipeline's "anomalies"): the
+# event log then gives each its own figures (bench/stage_profile.py).
+STEP_PROPERTY = "pulsar_audit.step"
 
 
 @contextmanager
-def spark_stage(name: str | None) -> Iterator[None]:
-    """Tag the Spark jobs this thread starts inside with the job stage `name`: the event log
-    then says which stage ran each job (bench/stage_profile.py). A no-op without a local
-    SparkContext (none started yet, or Spark Connect)."""
+def _tagged(prop: str, name: str | None) -> Iterator[None]:
+    """Tag the Spark jobs this thread starts inside with `prop` = `name`. A no-op without a
+    local SparkContext (none started yet, or Spark Connect) or without a name."""
     context = SparkContext._active_spark_context
     if context is None or name is None:
         yield
         return
-    before = context.getLocalProperty(STAGE_PROPERTY)
-    context.setLocalProperty(STAGE_PROPERTY, name)
+    before = context.getLocalProperty(prop)
+    context.setLocalProperty(prop, name)
     try:
         yield
     finally:
-        context.setLocalProperty(STAGE_PROPERTY, before)  # type: ignore[arg-type]
+        context.setLocalProperty(prop, before)  # type: ignore[arg-type]
+
+
+def spark_stage(name: str | None) -> AbstractContextManager[None]:
+    """Tag the Spark jobs this thread starts inside with the job stage `name`: the event log
+    then says which stage ran each job (bench/stage_profile.py)."""
+    return _tagged(STAGE_PROPERTY, name)
+
+
+def spark_step(name: str | None) -> AbstractContextManager[None]:
+    """Tag the Spark jobs this thread starts inside with the step `name` of its stage (the
+    table it computes or writes)."""
+    return _tagged(STEP_PROPERTY, name)
 
 
 def side_by_side(*calls: Callable[[], R]) -> list[R]:
@@ -235,7 +249,7 @@ def side_by_side(*calls: Callable[[], R]) -> list[R]:
 
     Each step runs to its end; the first step's failure (in order) is then raised. A step
     writes only tables no other step of the same call writes, or relies on Delta's commit
-    conflict retry (pulsar_audit.commit_retry). Jobs keep the caller's stage tag.
+    conflict retry (pulsar_audit.commit_retry). Jobs keep the caller's stage and step tags.
     """
     return side_by_side_bounded(list(calls), max(len(calls), 1))
 
@@ -247,9 +261,10 @@ def side_by_side_bounded(calls: list[Callable[[], R]], threads: int) -> list[R]:
         return [call() for call in calls]
     context = SparkContext._active_spark_context
     stage = context.getLocalProperty(STAGE_PROPERTY) if context is not None else None
+    step = context.getLocalProperty(STEP_PROPERTY) if context is not None else None
 
     def tagged(call: Callable[[], R]) -> R:
-        with spark_stage(stage):
+        with spark_stage(stage), spark_step(step):
             return call()
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="side-by-side") as pool:

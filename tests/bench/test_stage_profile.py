@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from bench.profiling import profiling_conf_dir
-from bench.stage_profile import OUTSIDE, event_log_file, profile
+from bench.stage_profile import OUTSIDE, event_log_file, profile, step_markdown, step_profile
 
 INGEST, PIPELINE, TIMELINE = "ingest traces", "pipeline", "infrastructure timeline"
 T0 = 1_800_000_000_000  # epoch ms; every time below is an offset from it
@@ -171,6 +171,48 @@ def test_each_stage_gets_its_jobs_time_cpu_rows_and_commits(tmp_path: Path) -> N
         {**zero, "stage": TIMELINE, "wall_s": 1.0, "spark_jobs": 1, "jobs_s": 0.5}
         | {"delta_commits": 1},
     ]
+
+
+def test_the_jobs_of_each_step_get_their_own_figures_and_untagged_jobs_none(
+    tmp_path: Path,
+) -> None:
+    assert step_profile(write_lines(tmp_path / "none" / "local-1", events(tmp_path))) == []
+
+    def tagged(job: int, at: int, spark_stage: int, step: str) -> dict:
+        start = job_start(job, at, spark_stage, PIPELINE, None)
+        start["Properties"]["pulsar_audit.step"] = step
+        return start
+
+    log = write_lines(
+        tmp_path / "events" / "local-1",
+        [
+            tagged(1, 1_000, 1, "delivery"),
+            tagged(2, 1_200, 2, "delivery"),  # overlaps job 1: counted once
+            job_start(3, 1_300, 3, PIPELINE, None),  # the stage's, no step
+            task_end(
+                1, **{"Executor CPU Time": 2_000_000_000, "Input Metrics": {"Records Read": 7}}
+            ),
+            task_end(2, **{"Shuffle Write Metrics": {"Shuffle Bytes Written": 2**21}}),
+            task_end(3, **{"Executor CPU Time": 9_000_000_000}),
+            job_end(1, 2_000),
+            job_end(2, 2_500),
+            job_end(3, 2_600),
+            tagged(4, 3_000, 4, "write delivery"),
+            task_end(4, **{"Executor CPU Time": 500_000_000}),
+            job_end(4, 3_400),
+        ],
+    )
+
+    rows = step_profile(log)
+
+    assert [(r["stage"], r["step"], r["spark_jobs"], r["jobs_s"], r["cpu_s"]) for r in rows] == [
+        (PIPELINE, "delivery", 2, 1.5, 2.0),
+        (PIPELINE, "write delivery", 1, 0.4, 0.5),
+    ]
+    assert (rows[0]["records_read"], rows[0]["shuffle_mb"]) == (7, 2.0)
+    assert (
+        step_markdown(rows).splitlines()[2] == "| pipeline | delivery | 2 | 1.5 | 2.0 | 7 | 2.0 |"
+    )
 
 
 def test_a_compressed_event_log_is_refused_with_the_setting_to_change(tmp_path: Path) -> None:
