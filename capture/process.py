@@ -41,13 +41,6 @@ class ProcessSpec:
         return asdict(self)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def free_ports(count: int) -> list[int]:
     """`count` distinct free loopback ports (held open together so they cannot repeat)."""
     socks = []
