@@ -78,7 +78,6 @@ def build_findings(
         silver.delivery,
         shared.subscriptions,
         shared.deduplication,
-        bronze.producer_events,
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)
 

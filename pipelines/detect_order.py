@@ -18,9 +18,7 @@ from pyspark.sql import functions as F
 
 from pipelines.common import (
     MESSAGE_KEY,
-    event_order,
     from_producer,
-    is_ack,
     plural,
     seq_blocks,
     seq_range,
@@ -161,22 +159,34 @@ def _jumped_over(delivery: DataFrame, ranks: DataFrame, keys: list[str]) -> Data
     )
 
 
-def detect_nonmonotonic_send(producer_events: DataFrame) -> DataFrame:
-    """Acks whose MessageId is lower than an earlier ack of the same producer and partition."""
-    order = event_order()
-    stream = ["run_id", "topic", "partition", "client"]
-    so_far = W.partitionBy(*stream).orderBy("order").rowsBetween(W.unboundedPreceding, -1)
+def detect_nonmonotonic_send(message_history: DataFrame) -> DataFrame:
+    """Acked messages whose MessageId is lower than that of a message the same producer sent
+    before it on the same partition (Jepsen's non-monotonic send: by the producer's send
+    order, not by when the acks arrived — acks of one batch reach the callbacks in any order).
+
+    Send order: send_ts, ties (millisecond clocks) broken by seq; a message without a send
+    (the trace then fails a table check and the run is unknown) is placed by its ack."""
+    stream = ["run_id", "topic", "partition", "producer"]
+    sent_before = (
+        W.partitionBy(*stream).orderBy("send_order", "seq").rowsBetween(W.unboundedPreceding, -1)
+    )
     acks = (
-        producer_events.filter(is_ack() & (F.col("ledger_id") >= 0))
-        .select(*stream, "seq", "ts", order.alias("order"), F.struct(*ID).alias("id"))
-        .withColumn("highest", F.max("id").over(so_far))
+        message_history.filter(F.col("acked") & (F.col("ack_id.ledger_id") >= 0))
+        .select(
+            *stream,
+            "seq",
+            F.col("ack_ts").alias("ts"),
+            F.coalesce("send_ts", "ack_ts").alias("send_order"),
+            F.col("ack_id").alias("id"),
+        )
+        .withColumn("highest", F.max("id").over(sent_before))
     )
     backwards = acks.filter(F.col("id") < F.col("highest")).select(
         "run_id",
         "topic",
         F.lit(None).cast("string").alias("subscription"),
         "partition",
-        F.col("client").alias("producer"),
+        "producer",
         "seq",
         "ts",
         F.lit("nonmonotonic_send").alias("kind"),
@@ -190,8 +200,9 @@ def detect_nonmonotonic_send(producer_events: DataFrame) -> DataFrame:
         F.max("highest").alias("highest"),
     )
     explanation = F.format_string(
-        "%s (%s) %s %s acked with a MessageId lower than an earlier ack of the same producer "
-        "(up to %d:%d) — a non-monotonic send (Jepsen): acks on one partition must rise",
+        "%s (%s) %s %s acked with a MessageId lower than that of a message the producer sent "
+        "earlier (up to %d:%d) — a non-monotonic send (Jepsen): a later send on one partition "
+        "must get a higher MessageId",
         plural("count", "message", "messages"),
         seq_range(),
         from_producer(),

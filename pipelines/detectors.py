@@ -175,22 +175,18 @@ def detect_anomalies(
     delivery: DataFrame,
     subscriptions: DataFrame,
     deduplication: DataFrame,
-    producer_events: DataFrame | None = None,
 ) -> DataFrame:
     """gold.anomalies: every detector's rows.
 
     subscriptions: from `pipelines.silver.subscriptions`; deduplication: from
-    `pipelines.detect_duplicated.run_deduplication`; producer_events (bronze): for non-monotonic
-    send.
+    `pipelines.detect_duplicated.run_deduplication`.
     """
-    found = (
+    return (
         detect_lost_or_unseen(message_history, subscriptions)
         .unionByName(detect_duplicated(message_history, deduplication))
         .unionByName(detect_redelivered(delivery))
         .unionByName(detect_out_of_order(delivery))
         .unionByName(detect_unacked_received(message_history))
         .unionByName(detect_poll_skip(message_history, delivery, subscriptions))
+        .unionByName(detect_nonmonotonic_send(message_history))
     )
-    if producer_events is None:
-        return found
-    return found.unionByName(detect_nonmonotonic_send(producer_events))

@@ -70,8 +70,6 @@ def cause_of(
         "redelivered": f"{name} did not ack them in time; the broker redelivered them",
         "poll_skip": f"all Qw={s.write_quorum} bookies of their fragment ({down}) were down and "
         f"the broker skipped the unreadable entries (autoSkipNonRecoverableData) for {name}",
-        "nonmonotonic_send": "the harness recorded the next message's ack callback first "
-        "(callbacks run on several threads): injected, not a protocol path",
         "lost": f"all Qw={s.write_quorum} bookies of their fragment ({down}) were down and "
         f"{name} read past them (autoSkipNonRecoverableData): acked data lost to it",
         "unseen": f"all Qw={s.write_quorum} bookies of a fragment ({down}) were down when {name} "

@@ -51,7 +51,8 @@ def send(seq: int, ms: float, producer: str = "p1", **kw: Any) -> dict[str, Any]
 def ack(seq: int, ms: float, ledger: int = 1, entry: int | None = None, **kw: Any) -> dict:
     kw.setdefault("client", kw.pop("producer", "p1"))
     entry = seq if entry is None else entry
-    return _event("ack", ms, seq=seq, ledger_id=ledger, entry_id=entry, batch_index=-1, **kw)
+    kw.setdefault("batch_index", -1)
+    return _event("ack", ms, seq=seq, ledger_id=ledger, entry_id=entry, **kw)
 
 
 def nack(seq: int, ms: float, producer: str = "p1", **kw: Any) -> dict[str, Any]:
@@ -68,6 +69,7 @@ def receive(
     **kw: Any,
 ) -> dict[str, Any]:
     kw.setdefault("producer", "p1")
+    kw.setdefault("batch_index", -1)
     entry = seq if entry is None else entry
     return _event(
         "receive",
@@ -77,7 +79,6 @@ def receive(
         seq=seq,
         ledger_id=ledger,
         entry_id=entry,
-        batch_index=-1,
         **kw,
     )
 

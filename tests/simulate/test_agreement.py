@@ -111,7 +111,9 @@ def test_the_suite_covers_the_protocol_paths(simulated):
     assert total("control", "unseen", "reader-early") > 0
     assert total("kill-qw-bookies", "lost", "reader-skip") > 0  # read past the lost fragment
     assert total("kill-qw-bookies", "poll_skip", "reader-skip") > 0
-    assert total("control", "nonmonotonic_send", None) > 0
+    # the control run's acks are recorded out of order (callback_reorder_every): no
+    # non-monotonic send, since each later send still got a higher MessageId (issue 26)
+    assert total("control", "nonmonotonic_send", None) == 0
     lost = [(t, r["subscription"]) for t, x in truths.items() for r in x["runs"] if r["lost"]]
     assert lost == [("kill-qw-bookies", "reader-skip")]
     shared = {r["subscription"]: r for r in truths["isolate-broker"]["runs"]}
