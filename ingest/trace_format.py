@@ -12,6 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pulsar_audit.kinds import SUBSCRIPTION_TYPES
 from pulsar_audit.schemas import TRACE_COLUMNAR
 
 FORMAT_CHECK = "trace_format"
@@ -34,6 +35,8 @@ OPTIONAL = {
         "entry_id": "long",
         "batch_index": "int",
         "error": "string",
+        "key": "string",
+        "ordering_key": "string",
     },
     "consumer": {
         "partition": "int",
@@ -45,6 +48,9 @@ OPTIONAL = {
         "subscription": "string",
         "producer": "string",
         "redelivery_count": "int",
+        "subscription_type": "string",
+        "key": "string",
+        "ordering_key": "string",
     },
     "run": {
         "event_index": "long",
@@ -184,6 +190,15 @@ def _record_checks(parsed: Column, written: Callable[[str], Column]) -> list[tup
         (
             role_known & event.isNotNull() & ~event_known,
             F.format_string("unknown event '%s' for role '%s'", event, F.col("role")),
+        ),
+        (
+            (F.col("role") == "consumer")
+            & F.col("subscription_type").isNotNull()
+            & ~F.col("subscription_type").isin(*SUBSCRIPTION_TYPES),
+            F.format_string(
+                f"unknown subscription_type '%s' (expected {', '.join(SUBSCRIPTION_TYPES)})",
+                F.col("subscription_type"),
+            ),
         ),
     ]
 

@@ -46,8 +46,14 @@ def resolve_receives(consumer_events: DataFrame, producer_events: DataFrame) -> 
         "entry_id",
         "batch_index",
         F.coalesce("redelivery_count", F.lit(0)).alias("redelivery_count"),
+        dispatch_key().alias("key"),
     )
     return with_sole_producer(receives, producer_events)
+
+
+def dispatch_key() -> Column:
+    """What Key_Shared dispatches a message by: its ordering key when set, else its key."""
+    return F.coalesce("ordering_key", "key")
 
 
 def build_delivery(resolved_receives: DataFrame) -> DataFrame:
@@ -75,7 +81,8 @@ def count_unattributed(resolved_receives: DataFrame) -> DataFrame:
 
 
 def consumer_status(consumer_events: DataFrame) -> DataFrame:
-    """One row per (run, topic, consumer): its subscription and whether it has an `end` event.
+    """One row per (run, topic, consumer): its subscription, whether it has an `end` event,
+    the subscription types its events name and whether any of its receives has a key.
 
     A `subscribe` (the consumer attached) makes it a consumer of the run even when it
     received nothing. An `end` may omit the subscription: it then takes the one of the
@@ -83,17 +90,26 @@ def consumer_status(consumer_events: DataFrame) -> DataFrame:
     Reader is).
     """
     events = consumer_events.select(
-        "run_id", "topic", F.col("client").alias("consumer"), "subscription", "event"
+        "run_id",
+        "topic",
+        F.col("client").alias("consumer"),
+        "subscription",
+        "event",
+        "subscription_type",
+        F.when(is_receive(), dispatch_key()).alias("key"),
     )
     subscribed = (
         events.filter(is_receive() | (F.col("event") == "subscribe"))
-        .select(
+        .groupBy(
             "run_id",
             "topic",
             "consumer",
             F.coalesce("subscription", "consumer").alias("subscription"),
         )
-        .distinct()
+        .agg(
+            F.collect_set("subscription_type").alias("types"),
+            F.bool_or(F.col("key").isNotNull()).alias("keyed"),
+        )
     )
     ended = (
         events.filter(is_end())
@@ -106,11 +122,15 @@ def consumer_status(consumer_events: DataFrame) -> DataFrame:
         "consumer",
         F.coalesce("subscription", "end_subscription", "consumer").alias("subscription"),
         F.coalesce("has_end", F.lit(False)).alias("has_end"),
+        F.coalesce("types", F.array().cast("array<string>")).alias("types"),
+        F.coalesce("keyed", F.lit(False)).alias("keyed"),
     )
 
 
 def subscriptions(consumer_events: DataFrame, producer_events: DataFrame) -> DataFrame:
-    """One row per (run, topic, subscription): consumers, all_ended, missing_end.
+    """One row per (run, topic, subscription): consumers, all_ended, missing_end,
+    subscription_type (null when the trace names none, or names several: then `types` lists
+    them) and keyed (some receive has a key).
 
     A topic that no consumer traced gets subscription "" with no consumers, so that it
     still gets a verdict ("unknown") instead of vanishing from the summary.
@@ -123,7 +143,10 @@ def subscriptions(consumer_events: DataFrame, producer_events: DataFrame) -> Dat
             F.count("*").alias("consumers"),
             F.bool_and(has_end).alias("all_ended"),
             F.array_sort(F.collect_list(F.when(~has_end, F.col("consumer")))).alias("missing_end"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("types")))).alias("types"),
+            F.bool_or("keyed").alias("keyed"),
         )
+        .withColumn("subscription_type", F.when(F.size("types") == 1, F.element_at("types", 1)))
     )
     untraced = (
         producer_events.select("run_id", "topic")
@@ -136,6 +159,9 @@ def subscriptions(consumer_events: DataFrame, producer_events: DataFrame) -> Dat
             F.lit(0).cast("long").alias("consumers"),
             F.lit(False).alias("all_ended"),
             F.array().cast("array<string>").alias("missing_end"),
+            F.array().cast("array<string>").alias("types"),
+            F.lit(False).alias("keyed"),
+            F.lit(None).cast("string").alias("subscription_type"),
         )
     )
     return traced.unionByName(untraced)
@@ -164,6 +190,7 @@ def _producer_side(producer_events: DataFrame) -> DataFrame:
             first_nack.alias("first_nack"),
             # an ack of -1:-1 says the broker dropped the message as a duplicate: not a copy
             F.collect_set(F.when(is_ack() & is_stored(), message_id())).alias("acked_copies"),
+            F.min_by(dispatch_key(), F.when(is_send(), order)).alias("sent_key"),
         )
     )
 
@@ -175,11 +202,13 @@ def _delivery_side(delivery: DataFrame) -> DataFrame:
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
         F.collect_set(message_id()).alias("ids"),
+        F.min("key").alias("key"),
     )
     entry = F.struct(*SUBSCRIPTION_ENTRY)
     return per_subscription.groupBy(*MESSAGE_KEY).agg(
         F.array_sort(F.collect_list(entry)).alias("subscriptions"),
         F.array_distinct(F.flatten(F.collect_list("ids"))).alias("delivered_copies"),
+        F.min("key").alias("delivered_key"),
     )
 
 
@@ -208,6 +237,7 @@ def build_message_history(producer_events: DataFrame, delivery: DataFrame) -> Da
             F.col("first_nack.error").alias("nack_error"),
             F.array_sort(F.array_distinct(copies)).alias("copies"),
             F.coalesce("subscriptions", F.array()).alias("subscriptions"),
+            F.coalesce("sent_key", "delivered_key").alias("key"),
         ),
         MESSAGE_HISTORY,
     )

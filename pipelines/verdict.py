@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pulsar_audit.kinds import ANOMALY_KINDS, PRODUCER_KINDS, RUN_COUNTS
+from pulsar_audit.kinds import ANOMALY_KINDS, PRODUCER_KINDS, RUN_COUNTS, VIOLATION_KINDS
 from pulsar_audit.schemas import RUN_SUMMARY, conform
 
 SUBSCRIPTION_KEY = ["run_id", "topic", "subscription"]
@@ -57,17 +57,14 @@ def _reasons() -> Column:
     ends = F.transform(
         "missing_end", lambda c: F.concat(F.lit("consumer "), c, F.lit(" has no end event"))
     )
+    violated = [
+        F.when(F.col(kind) > 0, F.format_string(f"{kind}=%d", F.col(kind)))
+        for kind in VIOLATION_KINDS
+        if kind != "lost"
+    ]
     counted = F.array(
         F.when(F.col("lost") > 0, F.format_string("lost=%d", F.col("lost"))),
-        F.when(
-            F.col("out_of_order") > 0,
-            F.format_string("out_of_order=%d", F.col("out_of_order")),
-        ),
-        F.when(F.col("poll_skip") > 0, F.format_string("poll_skip=%d", F.col("poll_skip"))),
-        F.when(
-            F.col("nonmonotonic_send") > 0,
-            F.format_string("nonmonotonic_send=%d", F.col("nonmonotonic_send")),
-        ),
+        *violated,
         F.when(
             (F.col("duplicated") > 0) & F.col("deduplication"),
             F.format_string("duplicated=%d with deduplication on", F.col("duplicated")),
@@ -80,25 +77,57 @@ def _reasons() -> Column:
             ),
         ),
         F.when(F.col("consumers") == 0, F.lit("no consumer of this topic was traced")),
+        F.when(
+            F.size("types") > 1,
+            F.format_string(
+                "the trace names several subscription types (%s) for one subscription",
+                F.array_join("types", ", "),
+            ),
+        ),
     )
     return F.array_compact(F.concat(checks, counted, ends))
 
 
 def _valid() -> Column:
     """A failed table check makes the input untrustworthy: unknown before anything else."""
-    violated = (
-        (F.col("lost") > 0)
-        | (F.col("out_of_order") > 0)
-        | (F.col("poll_skip") > 0)
-        | (F.col("nonmonotonic_send") > 0)
-        | ((F.col("duplicated") > 0) & F.col("deduplication"))
-    )
-    incomplete = ~F.col("all_ended") | (F.col("unattributed") > 0)
+    violated = F.lit(False)
+    for kind in VIOLATION_KINDS:
+        violated = violated | (F.col(kind) > 0)
+    violated = violated | ((F.col("duplicated") > 0) & F.col("deduplication"))
+    incomplete = ~F.col("all_ended") | (F.col("unattributed") > 0) | (F.size("types") > 1)
     return (
         F.when(F.size("failed_checks") > 0, "unknown")
         .when(violated, "false")
         .when(incomplete, "unknown")
         .otherwise("true")
+    )
+
+
+def _unchecked() -> Column:
+    """The promises of the subscription's type this trace could not check (docs/
+    subscription-types.md)."""
+    kind = F.col("subscription_type")
+    return F.array_compact(
+        F.array(
+            F.when(
+                kind.isNull() & (F.col("consumers") > 0),
+                F.lit(
+                    "subscription type not in the trace: order judged per partition, as for "
+                    "Exclusive and Failover; key order and ownership not checked"
+                ),
+            ),
+            F.when(
+                (kind == "Key_Shared") & ~F.col("keyed"),
+                F.lit(
+                    "no message keys in the trace: per-key order, key ownership and stuck "
+                    "keys not checked"
+                ),
+            ),
+            F.when(
+                kind == "Shared",
+                F.lit("Shared promises no order: reordering is reported, not judged"),
+            ),
+        )
     )
 
 
@@ -130,6 +159,9 @@ def summarize(
     )
     filled = with_run.select(
         *SUBSCRIPTION_KEY,
+        "subscription_type",
+        "types",
+        "keyed",
         "consumers",
         "all_ended",
         "missing_end",
@@ -137,5 +169,6 @@ def summarize(
         F.coalesce("deduplication", F.lit(False)).alias("deduplication"),
         F.coalesce("failed_checks", F.array().cast("array<string>")).alias("failed_checks"),
     )
-    judged = filled.withColumn("valid", _valid()).withColumn("reasons", _reasons())
+    judged = filled.select("*", _valid().alias("valid"), _reasons().alias("reasons"))
+    judged = judged.withColumn("unchecked", _unchecked())
     return conform(judged, RUN_SUMMARY)

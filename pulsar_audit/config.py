@@ -46,6 +46,13 @@ class PipelineConfig:
     # ended are candidate causes.
     cause_before_ms: int = 5000
     cause_after_ms: int = 0
+    # Failover and Key_Shared ownership: a consumer's two deliveries of one partition (or key)
+    # at most this far apart, with another consumer's between them, is an overlap (shorter
+    # than the client's first reconnect backoff: it cannot have reconnected in between).
+    ownership_gap_ms: int = 100
+    # Key_Shared: an acked message first received this long after its ack, while later-acked
+    # messages were already received, is a stuck key.
+    stuck_key_ms: int = 10000
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,32 @@ ANOMALY_KINDS = (
     "out_of_order",
     "poll_skip",
     "nonmonotonic_send",
+    # trace format v1.1 and the subscription types' promises (docs/subscription-types.md)
+    "nonmonotonic_poll",
+    "inconsistent_message_id",
+    "shared_reordered",
+    "failover_overlap",
+    "key_out_of_order",
+    "key_overlap",
+    "stuck_key",
 )
-# Kinds seen by a producer, not a subscription: counted for every subscription of the topic.
-PRODUCER_KINDS = ("nonmonotonic_send",)
+# Kinds seen by a producer or in storage, not by a subscription: counted for every
+# subscription of the topic.
+PRODUCER_KINDS = ("nonmonotonic_send", "inconsistent_message_id")
+# Kinds that make a verdict false (the others are information).
+VIOLATION_KINDS = (
+    "lost",
+    "out_of_order",
+    "poll_skip",
+    "nonmonotonic_send",
+    "nonmonotonic_poll",
+    "inconsistent_message_id",
+    "failover_overlap",
+    "key_out_of_order",
+    "key_overlap",
+    "stuck_key",
+)
+# Subscription types (trace format v1.1), as Pulsar's client APIs name them.
+SUBSCRIPTION_TYPES = ("Exclusive", "Failover", "Shared", "Key_Shared")
 # The per-run message counts of gold.run_summary, in column order (analyze --json, truth.json).
 RUN_COUNTS = ("sent", "acked", "nacked", "received", *ANOMALY_KINDS)

@@ -12,6 +12,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pulsar_audit.kinds import ANOMALY_KINDS
+
 
 def _f(name: str, dtype: T.DataType, nullable: bool = True) -> T.StructField:
     return T.StructField(name, dtype, nullable)
@@ -52,6 +54,8 @@ PRODUCER_EVENTS = T.StructType(
         _f("entry_id", _LONG),
         _f("batch_index", _INT),
         _f("error", _STR),
+        _f("key", _STR),  # trace format v1.1: the message's key, and its ordering key when set
+        _f("ordering_key", _STR),
         _f("extra", _EXTRA),
         *LINEAGE_FIELDS,
     ]
@@ -74,6 +78,10 @@ CONSUMER_EVENTS = T.StructType(
         _f("entry_id", _LONG),
         _f("batch_index", _INT),
         _f("redelivery_count", _INT),
+        # trace format v1.1: Exclusive, Failover, Shared or Key_Shared; the message's keys
+        _f("subscription_type", _STR),
+        _f("key", _STR),
+        _f("ordering_key", _STR),
         _f("extra", _EXTRA),
         *LINEAGE_FIELDS,
     ]
@@ -246,6 +254,9 @@ MESSAGE_HISTORY = T.StructType(
         _f("nack_error", _STR),
         _f("copies", T.ArrayType(MESSAGE_ID, False), False),
         _f("subscriptions", T.ArrayType(SUBSCRIPTION_DELIVERIES, False), False),
+        # the ordering key when the message has one, else its key (what Key_Shared dispatches
+        # by), from its send, else from a delivery; null: the trace gives none
+        _f("key", _STR),
     ]
 )
 
@@ -265,6 +276,7 @@ DELIVERY = T.StructType(
         _f("entry_id", _LONG),
         _f("batch_index", _INT),
         _f("redelivery_count", _INT, False),
+        _f("key", _STR),  # as in message_history, from this receive
     ]
 )
 
@@ -370,22 +382,18 @@ RUN_SUMMARY = T.StructType(
         _f("run_id", _STR, False),
         _f("topic", _STR, False),
         _f("subscription", _STR, False),
+        _f("subscription_type", _STR),  # null: the trace names none (or several)
         _f("sent", _LONG, False),
         _f("acked", _LONG, False),
         _f("nacked", _LONG, False),
         _f("received", _LONG, False),
-        _f("lost", _LONG, False),
-        _f("unseen", _LONG, False),
-        _f("unacked_received", _LONG, False),
-        _f("duplicated", _LONG, False),
-        _f("redelivered", _LONG, False),
-        _f("out_of_order", _LONG, False),
-        _f("poll_skip", _LONG, False),
-        _f("nonmonotonic_send", _LONG, False),
+        *[_f(kind, _LONG, False) for kind in ANOMALY_KINDS],
         _f("outages", _LONG, False),
         _f("unattributed", _LONG, False),
         _f("valid", _STR, False),
         _f("reasons", T.ArrayType(_STR, False), False),
+        # the promises of the subscription's type that this trace could not check, and why
+        _f("unchecked", T.ArrayType(_STR, False)),
     ]
 )
 

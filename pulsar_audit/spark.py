@@ -27,6 +27,10 @@ from pulsar_audit.storage import local_form
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # A table of an older contract (a lakehouse from before trace format v1.1) gains the
+    # columns added since on its next write or merge: every write selects the contract's
+    # columns, so nothing else can be added.
+    "spark.databricks.delta.schema.autoMerge.enabled": "true",
 }
 # A JSON line with one field twice (`{"seq":1,"seq":2}`) must not fail the whole job when it is
 # parsed into a map (the default policy raises DUPLICATED_MAP_KEY, even in PERMISSIVE mode):
