@@ -17,6 +17,9 @@ killed bookies down first), each in storage order (ledger, entry):
   together; shared-b disconnects after that fraction of the topic (dispatch.py).
 - `sub-failover` (when `failover_crash` > 0): Failover, active failover-a disconnects after that
   fraction and the standby failover-b takes over (dispatch.py).
+- `sub-keyshared` (when `key_shared_consumers` > 0): Key_Shared, keyshared-1 … keyshared-n
+  dispatched by the hash of each message's key, with a consumer joining and one leaving
+  (key_shared.py, dispatch_keys.py).
 
 The two-consumer subscriptions read like consumer-1 (after the killed bookies returned, when
 they return) and block where it blocks; each of their consumers has an `end` when they do not.
@@ -30,6 +33,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from simulate import dispatch as D
+from simulate import dispatch_keys as K
 from simulate.backoff import mix_column
 from simulate.plan import Plan, is_bookie_kill, restarts_bookies
 from simulate.scenario import Scenario
@@ -39,6 +43,12 @@ REDELIVERY_LAG = 20  # a redelivery arrives this many messages after the first d
 # positions after the last stored copy: the two-consumer subscriptions' lags fit in them.
 assert D.REDISPATCH_LAG + D.UNACKED_WINDOW <= REDELIVERY_LAG
 READ_STEP_US = 5
+SUBSCRIPTION_TYPES = {
+    "single": "Exclusive",
+    "shared": "Shared",
+    "failover": "Failover",
+    "key_shared": "Key_Shared",
+}
 
 
 @dataclass(frozen=True)
@@ -49,14 +59,24 @@ class Consumer:
     redeliver: bool = False
     stop_fraction: float = 0.0  # 0: reads until blocked or the end
     skip_unreadable: bool = False  # autoSkipNonRecoverableData: skips unreadable entries
-    mode: str = "single"  # "shared" | "failover": `name` and `leaves` share the subscription
-    crash_fraction: float = 0.0  # shared / failover: `leaves` disconnects after this fraction
-    leaves: str = ""  # the consumer that disconnects (shared-b, failover-a)
+    # "shared" | "failover": `name` and `leaves` share the subscription; "key_shared": `clients`
+    mode: str = "single"
+    crash_fraction: float = 0.0  # `leaves` disconnects after this fraction
+    leaves: str = ""  # the consumer that disconnects (shared-b, failover-a, keyshared-1)
+    join_fraction: float = 0.0  # key_shared: a consumer joins after this fraction
+    clients: tuple[str, ...] = ()  # key_shared: every consumer of the subscription
 
     @property
     def members(self) -> tuple[str, ...]:
         """The trace's clients of this subscription: the one that leaves first."""
+        if self.clients:
+            return self.clients
         return (self.leaves, self.name) if self.leaves else (self.name,)
+
+    @property
+    def subscription_type(self) -> str:
+        """As trace format v1.1 names it: a Reader and sub-1 are Exclusive."""
+        return SUBSCRIPTION_TYPES[self.mode]
 
 
 def consumers(plan: Plan) -> list[Consumer]:
@@ -84,6 +104,19 @@ def consumers(plan: Plan) -> list[Consumer]:
                     stays, subscription, after, mode=mode, crash_fraction=fraction, leaves=leaves
                 )
             )
+    if ks := s.key_shared:
+        found.append(
+            Consumer(
+                ks.clients[-1],
+                K.SUBSCRIPTION,
+                after,
+                mode="key_shared",
+                crash_fraction=ks.leave,
+                leaves=ks.leaver,
+                join_fraction=ks.join,
+                clients=ks.clients,
+            )
+        )
     return found
 
 
@@ -136,9 +169,9 @@ def stored_copies(messages: DataFrame) -> DataFrame:
 
 
 def block_positions(copies: DataFrame, plan: Plan, found: list[Consumer]) -> DataFrame:
-    """(stream, stored, stop_<n>, crash_<n> per consumer n): where each consumer stops and
-    where the one that leaves a two-consumer subscription disconnects (never after the stop);
-    one row per stream."""
+    """(stream, stored, stop_<n>, crash_<n>, join_<n> per consumer n): where each consumer
+    stops, where the one that leaves a several-consumer subscription disconnects and where
+    one joins (never after the stop); one row per stream."""
     fields = F.struct(*[F.col(c) for c in copies.columns])
     firsts = [
         F.min(F.when(is_unreadable(plan, c.bookies_down, fields), F.col("pos"))).alias(f"bad_{n}")
@@ -153,8 +186,9 @@ def block_positions(copies: DataFrame, plan: Plan, found: list[Consumer]) -> Dat
         if c.stop_fraction:
             stop = F.least(stop, F.floor(F.col("stored") * F.lit(c.stop_fraction)))
         stops.append(stop.cast("long").alias(f"stop_{n}"))
-        crash = F.least(stop, F.floor(F.col("stored") * F.lit(c.crash_fraction)))
-        stops.append((crash if c.crash_fraction else stop).cast("long").alias(f"crash_{n}"))
+        for name, fraction in (("crash", c.crash_fraction), ("join", c.join_fraction)):
+            at = F.least(stop, F.floor(F.col("stored") * F.lit(fraction)))
+            stops.append((at if fraction else stop).cast("long").alias(f"{name}_{n}"))
     return stored.select("stream", "stored", *stops)
 
 
@@ -162,8 +196,9 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
     """stream, seq, ledger_id, entry_id, consumer, slot (the consumer's order),
     redelivery_count.
 
-    stops: (stream, stop_pos, crash_pos) — the subscription receives the copies before
-    stop_pos; in a two-consumer one, `consumer.leaves` disconnects at crash_pos."""
+    stops: (stream, stop_pos, crash_pos, join_pos) — the subscription receives the copies
+    before stop_pos; in a several-consumer one, `consumer.leaves` disconnects at crash_pos
+    (and a Key_Shared consumer joins at join_pos)."""
     s = plan.scenario
     got = copies.join(F.broadcast(stops), ["stream"], how="inner").filter(
         F.col("pos") < F.col("stop_pos")
@@ -171,7 +206,10 @@ def deliveries(copies: DataFrame, plan: Plan, consumer: Consumer, stops: DataFra
     if consumer.mode == "shared":
         return D.shared_deliveries(got, consumer.name, consumer.leaves)
     if consumer.mode == "failover":
-        return D.failover_deliveries(got, consumer.name, consumer.leaves)
+        overlap = failover_overlap(s) if s.failover_bug else 0
+        return D.failover_deliveries(got, consumer.name, consumer.leaves, overlap)
+    if consumer.mode == "key_shared" and (ks := s.key_shared):
+        return K.key_shared_deliveries(got, ks, s.keys)
     if consumer.skip_unreadable:
         fields = F.struct(*[F.col(c) for c in copies.columns])
         got = got.filter(~is_unreadable(plan, consumer.bookies_down, fields))
@@ -205,12 +243,12 @@ def span_bound_us(s: Scenario) -> tuple[int, int]:
     From the scenario alone (no plan), so a sweep can place runs before simulating them: the
     reconnect is bounded by twice the latest availability (the metadata session, for a killed
     owner) plus a minute, and the reads follow read_start_us with at most four one-consumer
-    subscriptions plus the shared and failover ones when the scenario has them."""
+    subscriptions plus the shared, failover and key_shared ones when the scenario has them."""
     before = 2 * s.session_timeout_us + 71_000_000  # config line, ZooKeeper snapshot, startup
     reconnect = s.messages * s.interval_us + 2 * s.session_timeout_us + 60_000_000
     writes_end = reconnect + 2 * s.messages * s.interval_us + 2 * s.send_timeout_us + 60_000_000
     slots = (2 * (s.messages * 2 + REDELIVERY_LAG) + 4) * s.streams
-    readings = 4 + (s.shared_crash > 0) + (s.failover_crash > 0)
+    readings = 4 + (s.shared_crash > 0) + (s.failover_crash > 0) + (s.key_shared_consumers > 0)
     return before, writes_end + readings * (slots * READ_STEP_US + 1_000_000)
 
 
@@ -223,26 +261,7 @@ def read_start_us(plan: Plan, consumer_index: int) -> int:
     return writes_end + consumer_index * (slots * READ_STEP_US + 1_000_000)
 
 
-def two_consumer_causes(consumer: Consumer, what: str, redispatched: bool) -> dict[str, str]:
-    """Why a Shared or Failover subscription got messages again, or out of order."""
-    name, left = consumer.name, consumer.leaves
-    gone = (
-        f"consumer {left} disconnected after {consumer.crash_fraction:.0%} of the topic with "
-        f"{D.UNACKED_WINDOW} messages received but not acked (its receiver queue)"
-    )
-    if consumer.mode == "shared":
-        return {
-            "redelivered": f"{gone}; the broker redelivered them to {name} under the same "
-            "MessageIds (redelivery_count 1)",
-            "out_of_order": f"{gone}; the broker redelivered them to {name}, each after a "
-            "higher seq it had already received (a Shared subscription does not keep order)"
-            if redispatched
-            else f"{what}: messages were written twice and the Shared dispatcher gave a second "
-            "copy to a consumer that had not received the first, after higher seqs",
-        }
-    return {
-        "redelivered": f"the active {gone.removeprefix('consumer ')}; the standby {name} took "
-        "over from the mark-delete position and got them again, in order",
-        "out_of_order": f"{name} took over inside messages that {what} had written twice: it "
-        "reached their second copies after higher seqs, never having received the first",
-    }
+def failover_overlap(s: Scenario) -> int:
+    """The entries the old active consumer still gets after the standby took over
+    (failover_bug overlap): dispatch.FAILOVER_OVERLAP_US of reading."""
+    return max(1, D.FAILOVER_OVERLAP_US // (2 * READ_STEP_US * s.streams))

@@ -15,6 +15,8 @@ slot is twice a storage position, +1 for a delivery between two positions), rede
   disconnects at crash_pos; the standby failover-b becomes active and the broker rewinds to the
   mark-delete position: failover-a's UNACKED_WINDOW unacked entries come again, to failover-b,
   in order (redelivery_count 1), then the rest of the topic. Redelivered, not reordered.
+  With `failover_bug: overlap` the broker keeps dispatching to failover-a for `overlap` more
+  entries after the standby became active (two consumers active at once: a failover_overlap).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ UNACKED_WINDOW = 10
 # The broker sees the disconnect and redispatches this many positions after it.
 REDISPATCH_LAG = 5
 SHARED_SUBSCRIPTION, SHARED_STAYS, SHARED_LEAVES = "sub-shared", "shared-a", "shared-b"
+# failover_bug overlap: how long the old active consumer keeps receiving after the standby
+# became active (a few ms: consumers.failover_overlap turns it into entries)
+FAILOVER_OVERLAP_US = 2_000
 FAILOVER_SUBSCRIPTION, FAILOVER_TAKES_OVER, FAILOVER_LEAVES = (
     "sub-failover",
     "failover-b",
@@ -61,12 +66,20 @@ def shared_deliveries(got: DataFrame, stays: str, leaves: str) -> DataFrame:
     return first.unionByName(again)
 
 
-def failover_deliveries(got: DataFrame, takes_over: str, leaves: str) -> DataFrame:
+def failover_deliveries(
+    got: DataFrame, takes_over: str, leaves: str, overlap: int = 0
+) -> DataFrame:
     """`leaves` gets everything before crash_pos; `takes_over` gets its unacked tail again, in
-    order, then the rest (both REDISPATCH_LAG positions after the disconnect)."""
+    order, then the rest (both REDISPATCH_LAG positions after the disconnect).
+
+    overlap: `leaves` also gets the next `overlap` entries after crash_pos (between two
+    positions: slot 2·pos + 1), while `takes_over` is already active (the injected bug)."""
     pos, crash = F.col("pos"), F.col("crash_pos")
     tail_start = crash - UNACKED_WINDOW
     active = got.filter(pos < crash).select(*_delivery(leaves, pos * 2, 0))
+    if overlap:
+        late = got.filter((pos >= crash) & (pos < crash + overlap))
+        active = active.unionByName(late.select(*_delivery(leaves, pos * 2 + 1, 0)))
     again = got.filter((pos < crash) & (pos >= tail_start)).select(
         *_delivery(takes_over, (crash + REDISPATCH_LAG + pos - tail_start) * 2, 1)
     )

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pulsar_audit.kinds import ANOMALY_KINDS, PRODUCER_KINDS
 from simulate import consumers as C
 from simulate import truth as T
+from simulate.causes import cause_of
 from simulate.infra import write_infra
 from simulate.messages import build_messages
 from simulate.plan import Plan, build_plan
@@ -27,6 +28,7 @@ from simulate.trace import (
     run_events,
     write_trace,
 )
+from simulate.truth_keys import type_labels
 
 log = logging.getLogger(__name__)
 TRUTH_FILE = "truth.json"
@@ -43,50 +45,6 @@ OUTAGE_EVENTS = {
     "kill-broker": ["client_reconnect_scheduled"],
     "isolate-broker-from-zk": ["zk_session_lost", "broker_shutdown", "client_reconnect_scheduled"],
 }
-DUPLICATE_EVENTS = [
-    "ledger_recovery",
-    "bundle_ownership_acquired",
-    "broker_shutdown",
-    "ledger_created",
-]
-
-
-def cause_of(
-    plan: Plan, kind: str, consumer: C.Consumer | None, redispatched: bool = False
-) -> dict[str, Any]:
-    """The true cause of an anomaly kind in this run (the protocol step that made it).
-
-    redispatched: the block holds messages a consumer's disconnect sent to another one."""
-    s = plan.scenario
-    fault = plan.faults[0] if plan.faults else {}
-    what = f"{fault.get('action')} of {fault.get('target')}"
-    name = consumer.name if consumer else ""
-    down = ", ".join(plan.killed)
-    texts = {
-        "duplicated": f"{what}: the old owner persisted these entries but the client never saw "
-        "their acks; it resent them to the new owner, which wrote them again (deduplication off)",
-        "unacked_received": f"{what}: persisted by the old owner (recovery closed the ledger at "
-        "its LAC) but the client's send timed out before it reconnected",
-        "redelivered": f"{name} did not ack them in time; the broker redelivered them",
-        "poll_skip": f"all Qw={s.write_quorum} bookies of their fragment ({down}) were down and "
-        f"the broker skipped the unreadable entries (autoSkipNonRecoverableData) for {name}",
-        "lost": f"all Qw={s.write_quorum} bookies of their fragment ({down}) were down and "
-        f"{name} read past them (autoSkipNonRecoverableData): acked data lost to it",
-        "unseen": f"all Qw={s.write_quorum} bookies of a fragment ({down}) were down when {name} "
-        "read: its acked entries are unreadable until they return and the reader blocks there",
-    }
-    if consumer is not None and consumer.stop_fraction and kind == "unseen":
-        texts["unseen"] = f"{name} stopped after {consumer.stop_fraction:.0%} of the topic, no end"
-    if consumer is not None and consumer.leaves:
-        texts.update(C.two_consumer_causes(consumer, what, redispatched))
-    events = DUPLICATE_EVENTS if kind in ("duplicated", "unacked_received") else []
-    return {
-        "kind": kind,
-        "text": texts.get(kind, ""),
-        "fault": fault.get("action"),
-        "bookies": plan.killed if kind in ("unseen", "lost", "poll_skip") else [],
-        "events": events,
-    }
 
 
 def simulate_run(
@@ -97,11 +55,13 @@ def simulate_run(
     ladder: list[int] | None = None,
     gzip: bool = True,
     columnar: bool = False,
+    stuck_key_ms: int = 10_000,
 ) -> dict[str, Any]:
     """Write one run's trace files and truth.json under `out`; return the truth (a dict).
 
-    threshold_ms, ladder: the outage threshold and backoff ladder `analyze` will use; gzip:
-    the trace files as `.jsonl.gz` (default) or plain `.jsonl`; columnar: as `.parquet`.
+    threshold_ms, ladder, stuck_key_ms: the outage threshold, backoff ladder and stuck-key
+    delay `analyze` will use; gzip: the trace files as `.jsonl.gz` (default) or plain
+    `.jsonl`; columnar: as `.parquet`.
     """
     s = validate(scenario)
     ladder = ladder or DEFAULT_LADDER
@@ -118,8 +78,8 @@ def simulate_run(
     redispatched: dict[str, set[tuple[int, int]]] = {}
     for n, consumer in enumerate(found):
         stops = spark.createDataFrame(
-            [(r["stream"], r[f"stop_{n}"], r[f"crash_{n}"]) for r in stop_rows],
-            "stream long, stop_pos long, crash_pos long",
+            [(r["stream"], r[f"stop_{n}"], r[f"crash_{n}"], r[f"join_{n}"]) for r in stop_rows],
+            "stream long, stop_pos long, crash_pos long, join_pos long",
         )
         ended = consumer.stop_fraction == 0 and all(
             r[f"stop_{n}"] >= r["stored"] for r in stop_rows
@@ -129,9 +89,11 @@ def simulate_run(
         if ended:
             small.extend(end_event(plan, consumer, n, client) for client in consumer.members)
         these = T.labels(messages, delivered, consumer.subscription, ended)
-        if consumer.mode != "single":  # one consumer in storage order never goes back
-            these = these.unionByName(T.out_of_order(delivered, consumer.subscription))
-            redispatched[consumer.subscription] = T.redispatched(delivered, consumer.name)
+        start_us = C.read_start_us(plan, n)
+        typed = type_labels(messages, delivered, consumer, plan, start_us, stuck_key_ms)
+        if typed is not None:
+            these = these.unionByName(typed)
+            redispatched[consumer.subscription] = T.redispatched(delivered)
         if consumer.skip_unreadable:
             hole = C.is_unreadable(
                 plan, consumer.bookies_down, F.struct(*[F.col(c) for c in copies.columns])
@@ -150,7 +112,9 @@ def simulate_run(
                 "bookies_down": list(consumer.bookies_down),
                 "ended": ended,
                 "stopped_at": stopped,
+                "subscription_type": consumer.subscription_type,
                 **({"left": consumer.leaves, "left_at": left_at} if consumer.leaves else {}),
+                **_joined(consumer, {r["stream"]: r[f"join_{n}"] for r in stop_rows}),
                 "visible": ended or any(stopped.values()),
             }
         )
@@ -215,6 +179,13 @@ def _anomalies(
             ),
         )
     return found
+
+
+def _joined(consumer: C.Consumer, at: dict[int, int]) -> dict[str, Any]:
+    """A Key_Shared subscription's joining consumer and where it joined (storage positions)."""
+    if not consumer.join_fraction:
+        return {}
+    return {"joined": consumer.clients[-1], "joined_at": at}
 
 
 def _outages(plan: Plan, found: list[dict]) -> list[dict[str, Any]]:

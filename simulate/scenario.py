@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pulsar_audit.errors import UsageError
+from simulate.key_shared import KeyShared, check, flat_options
 
 SCENARIOS = (
     "control",
@@ -86,6 +87,15 @@ class Scenario:
     callback_reorder_every: int = 0  # >0: the harness records 1 ack pair in N out of order
     shared_crash: float = 0.0  # >0: sub-shared, whose shared-b leaves after this fraction
     failover_crash: float = 0.0  # >0: sub-failover, whose active consumer leaves after it
+    failover_bug: str = ""  # "overlap": the old active consumer keeps receiving a little longer
+    keys: int = 0  # >0: message seq has key k<hash(seq) mod keys> (trace format v1.1)
+    # >0: sub-keyshared with this many consumers (key_shared.py: mode, ranges, churn, bug)
+    key_shared_consumers: int = 0
+    key_shared_mode: str = "auto_split"
+    key_shared_ranges: tuple[int, ...] = ()
+    key_shared_join: float = 0.0
+    key_shared_leave: float = 0.0
+    key_shared_bug: str = ""  # "reorder": apache/pulsar's ordering bug on a join
     topic: str = "persistent://public/default/sim"
     t0_us: int = 0  # the first send; 0: 10:00 UTC of day start_day(seed, run_id) from T0_US
     extra: dict[str, Any] = field(default_factory=dict)
@@ -101,6 +111,19 @@ class Scenario:
     @property
     def fault_seq(self) -> int:
         return int(self.messages * self.fault_at)
+
+    @property
+    def key_shared(self) -> KeyShared | None:
+        if not self.key_shared_consumers:
+            return None
+        return KeyShared(
+            self.key_shared_consumers,
+            self.key_shared_mode,
+            self.key_shared_ranges,
+            self.key_shared_join,
+            self.key_shared_leave,
+            self.key_shared_bug,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -176,6 +199,9 @@ def validate(s: Scenario) -> Scenario:
     for name, fraction in (("shared_crash", s.shared_crash), ("failover_crash", s.failover_crash)):
         if not 0 <= fraction < 1:
             raise UsageError(f"{name} must be 0 (off) or in (0, 1), got {fraction}")
+    if s.key_shared_consumers < 0:
+        raise UsageError(f"key_shared consumers must be >= 0, got {s.key_shared_consumers}")
+    check(s.key_shared, s.keys, s.failover_crash, s.failover_bug)
     if not 0 < s.fault_at < 1:
         raise UsageError(f"fault_at must be in (0, 1), got {s.fault_at}")
     return s
@@ -217,5 +243,8 @@ def scenario_from(values: dict[str, Any]) -> Scenario:
         callback_reorder_every=int(v.get("callback_reorder_every", 0)),
         shared_crash=float(v.get("shared_crash", 0.0)),
         failover_crash=float(v.get("failover_crash", 0.0)),
+        failover_bug=str(v.get("failover_bug") or ""),
+        keys=int(v.get("keys", 0)),
+        **flat_options(v),
         t0_us=int(v.get("t0_us", 0)),
     )

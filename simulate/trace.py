@@ -1,5 +1,8 @@
-"""Messages and deliveries → trace format v1 lines, written by Spark as gzip JSONL files
-(or Parquet, the format's columnar form)."""
+"""Messages and deliveries → trace format v1.1 lines, written by Spark as gzip JSONL files
+(or Parquet, the format's columnar form).
+
+v1.1: every consumer event names its subscription's type; with `keys`, send, ack, nack and
+receive events carry the message's key (a null field is left out of the line)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pyspark.sql import functions as F
 
 from ingest.traces import write_columnar
 from simulate.consumers import READ_STEP_US, REDELIVERY_LAG, Consumer, read_start_us
+from simulate.dispatch_keys import key_column
 from simulate.plan import Plan
 
 ZOOKEEPER_HOST = "zk-0"  # the one ZooKeeper of a simulated cluster (infra.ZOOKEEPER)
@@ -44,12 +48,14 @@ def producer_lines(messages: DataFrame, plan: Plan) -> DataFrame:
     """Two lines per message: its send and its ack or nack."""
     partitioned = bool(plan.scenario.partitions)
     client = producer_name(F.col("stream"), partitioned).alias("client")
+    key = key_column(F.col("seq"), plan.scenario.keys).alias("key")
     send = F.struct(
         *_common(plan, "producer"),
         client,
         F.lit("send").alias("event"),
         _ts(F.col("send_us")).alias("ts"),
         F.col("seq").alias("seq"),
+        key,
     )
     done = F.struct(
         *_common(plan, "producer"),
@@ -61,6 +67,7 @@ def producer_lines(messages: DataFrame, plan: Plan) -> DataFrame:
         F.col("ack_id.entry_id").alias("entry_id"),
         F.when(F.col("outcome") == "ack", F.lit(-1)).alias("batch_index"),
         F.col("error").alias("error"),
+        key,
     )
     return messages.select(F.explode(F.array(F.to_json(send), F.to_json(done))).alias("value"))
 
@@ -83,6 +90,8 @@ def consumer_lines(delivered: DataFrame, plan: Plan, consumer: Consumer, index: 
         F.lit(-1).alias("batch_index"),
         "redelivery_count",
         event_index.cast("long").alias("event_index"),
+        F.lit(consumer.subscription_type).alias("subscription_type"),
+        key_column(F.col("seq"), s.keys).alias("key"),
     )
     return delivered.select(F.to_json(receive).alias("value"))
 
@@ -98,6 +107,7 @@ def end_event(plan: Plan, consumer: Consumer, index: int, client: str = "") -> d
         "client": client or consumer.name,
         "event": "end",
         "subscription": consumer.subscription,
+        "subscription_type": consumer.subscription_type,
         "ts": (read_start_us(plan, index) + event_index * READ_STEP_US) / 1000,
         "event_index": event_index,
     }

@@ -120,6 +120,60 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
         help="add a Failover subscription sub-failover; its active consumer failover-a "
         "disconnects after fraction F and the standby failover-b takes over (default off)",
     )
+    p.add_argument(
+        "--failover-bug",
+        choices=("overlap",),
+        help="inject: the broker keeps dispatching to failover-a for 2 ms after failover-b "
+        "became active (two active consumers: failover_overlap)",
+    )
+    _key_shared_args(p)
+
+
+def _key_shared_args(p: argparse.ArgumentParser) -> None:
+    """Trace format v1.1's message keys and the Key_Shared subscription (simulate/key_shared.py)."""
+    p.add_argument(
+        "--keys",
+        type=int,
+        default=0,
+        metavar="N",
+        help="give message seq the key k<hash(seq) mod N> (default 0: no keys)",
+    )
+    p.add_argument(
+        "--key-shared-consumers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add a Key_Shared subscription sub-keyshared with N consumers (needs --keys)",
+    )
+    p.add_argument(
+        "--key-shared-mode",
+        choices=("auto_split", "sticky"),
+        help="auto_split (default: the hash space split evenly between the consumers present) "
+        "or sticky (fixed ranges, --key-shared-ranges)",
+    )
+    p.add_argument(
+        "--key-shared-ranges",
+        metavar="B0,B1,...",
+        help="sticky: the range boundaries, 0 … 65536, one range per consumer (default even)",
+    )
+    p.add_argument(
+        "--key-shared-join",
+        type=float,
+        metavar="F",
+        help="keyshared-<N+1> joins after fraction F of the topic (default none)",
+    )
+    p.add_argument(
+        "--key-shared-leave",
+        type=float,
+        metavar="F",
+        help="keyshared-1 leaves after fraction F; its unacked tail goes to the keys' new owners",
+    )
+    p.add_argument(
+        "--key-shared-bug",
+        choices=("reorder",),
+        help="inject apache/pulsar's ordering bug on a join: keys moved to the joiner get "
+        "newer messages before the old owner's in-flight ones (key_out_of_order)",
+    )
 
 
 def cmd_run(ctx: Context) -> int:
@@ -139,6 +193,7 @@ def cmd_run(ctx: Context) -> int:
         list(pipeline.backoff_ladder_ms),
         gzip=not ctx.args.no_gzip,
         columnar=ctx.args.columnar,
+        stuck_key_ms=pipeline.stuck_key_ms,
     )
     result = {k: truth[k] for k in ("run_id", "config", "faults", "runs", "outages", "generate_s")}
     result["out"] = ctx.args.out

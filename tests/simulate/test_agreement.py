@@ -12,6 +12,7 @@ from simulate.run import simulate_run
 from simulate.scenario import scenario_from
 
 SMALL = {"messages": 1000, "entries_per_ledger": 300}
+KEY_SHARED_CHURN = {"consumers": 3, "mode": "auto_split", "churn": ["join:0.3", "leave:0.6"]}
 # run_id → simulate options; each exercises one protocol path.
 SUITE = {
     "control": {
@@ -57,6 +58,21 @@ SUITE = {
         "session_timeout_ms": 10_000,
     },
     "partition-broker-from-bookies": {"scenario": "partition-broker-from-bookies"},
+    # the subscription types (docs/subscription-types.md): Key_Shared with a consumer joining
+    # and one leaving, dispatched correctly; the same with apache/pulsar's ordering bug on the
+    # join, on two partitions; Failover whose old active consumer keeps receiving for 2 ms
+    "key-shared": {"scenario": "control", "keys": 16, "key_shared": KEY_SHARED_CHURN},
+    "key-shared-reorder": {
+        "scenario": "control",
+        "partitions": 2,
+        "keys": 16,
+        "key_shared": {**KEY_SHARED_CHURN, "bug": "reorder"},
+    },
+    "failover-overlap": {
+        "scenario": "control",
+        "failover_crash": 0.45,
+        "failover_bug": "overlap",
+    },
 }
 
 
@@ -78,6 +94,7 @@ def simulated(spark, tmp_path_factory: pytest.TempPathFactory):
             root / "runs" / run_id,
             config.pipeline.outage_threshold_ms,
             list(config.pipeline.backoff_ladder_ms),
+            stuck_key_ms=config.pipeline.stuck_key_ms,
         )
     report = analyze(lakehouse, config, root / "runs")
     return truths, report
@@ -117,7 +134,10 @@ def test_the_suite_covers_the_protocol_paths(simulated):
     lost = [(t, r["subscription"]) for t, x in truths.items() for r in x["runs"] if r["lost"]]
     assert lost == [("kill-qw-bookies", "reader-skip")]
     shared = {r["subscription"]: r for r in truths["isolate-broker"]["runs"]}
-    assert shared["sub-shared"]["out_of_order"] >= 10  # each of shared-b's unacked ones
+    # each of shared-b's unacked ones, after a higher seq: information on a Shared subscription
+    assert shared["sub-shared"]["shared_reordered"] >= 10
+    assert shared["sub-shared"]["out_of_order"] == 0
+    assert shared["sub-shared"]["valid"] != "false"
     assert shared["sub-shared"]["redelivered"] == 10  # to shared-a, under the same MessageIds
     assert shared["sub-shared"]["poll_skip"] == 0  # splitting the entries is no skip
     # the real data set's shapes: a clean close on session loss duplicates nothing; fewer than
@@ -135,6 +155,31 @@ def test_the_suite_covers_the_protocol_paths(simulated):
     assert stalled["nacked"] > 0 and total("kill-qw-bookies-stall", "unseen") > 0
     assert not any(r["nacked"] for r in truths["kill-bookies-restart"]["runs"])
     assert shared["sub-failover"]["redelivered"] == 10
+    assert shared["sub-failover"]["failover_overlap"] == 0  # takes over after the other left
     assert shared["sub-failover"]["received"] == shared["sub-1"]["received"]
     recovery = truths["kill-bookie"]["plan"]["autorecovery"]
     assert recovery and not any(r["re_replicable"] for r in recovery)  # Qa = 1 after a loss
+
+
+def test_the_suite_covers_the_subscription_types(simulated):
+    """Key_Shared clean and with the injected bug, Failover with two active consumers."""
+    truths, _ = simulated
+
+    def run(run_id: str, subscription: str) -> dict:
+        return next(r for r in truths[run_id]["runs"] if r["subscription"] == subscription)
+
+    key_kinds = ("key_out_of_order", "key_overlap", "stuck_key")
+    clean = run("key-shared", "sub-keyshared")
+    assert [clean[k] for k in key_kinds] == [0, 0, 0] and clean["valid"] == "true"
+    assert clean["redelivered"] == 10  # keyshared-1's unacked tail, to its keys' new owners
+    assert clean["received"] == clean["sent"]
+    buggy = run("key-shared-reorder", "sub-keyshared")
+    assert buggy["key_out_of_order"] > 0 and buggy["key_overlap"] == 0
+    assert buggy["valid"] == "false"
+    overlap = run("failover-overlap", "sub-failover")
+    # 2 ms of reading (200 entries) after the leave, the standby active from 5 entries on
+    assert overlap["failover_overlap"] == 195 and overlap["valid"] == "false"
+    assert {c["subscription_type"] for c in truths["key-shared"]["consumers"]} == {
+        "Exclusive",
+        "Key_Shared",
+    }

@@ -1,0 +1,141 @@
+"""The truth of the subscription types' own kinds (docs/subscription-types.md), in Spark, from
+the simulator's delivery model — each row (stream, seq, kind, subscription) is one anomaly.
+
+By construction the model makes none of these, so they have no function here:
+
+- `nonmonotonic_poll`: every consumer reads its entries in storage order, MessageIds rising
+  (ledger ids grow with the ledger index); what goes back is a redelivery (redelivery_count
+  ≥ 1) or on a Shared / Key_Shared subscription, which the kind does not judge;
+- `inconsistent_message_id`: each stored copy has its own (ledger, entry) and every ack names
+  one of its message's own copies (or −1:−1, deduplication's "dropped");
+- `key_overlap`: a key has one owner at a time — the leaver receives nothing after it left,
+  a joiner only entries after it joined, and auto-split re-splits with keyshared-1 leaving
+  never hand a key back to a consumer that had it before (tests/simulate/test_dispatch.py).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import Window as W
+from pyspark.sql import functions as F
+
+from simulate.consumers import READ_STEP_US, Consumer
+from simulate.dispatch_keys import key_column
+from simulate.plan import Plan
+from simulate.truth import out_of_order
+
+
+def _labelled(df: DataFrame, kind: str, subscription: str) -> DataFrame:
+    return df.select(
+        "stream", "seq", F.lit(kind).alias("kind"), F.lit(subscription).alias("subscription")
+    )
+
+
+def first_receipts(delivered: DataFrame) -> DataFrame:
+    """(stream, seq, slot, redelivery_count) of each message's first delivery to any consumer
+    of the subscription (slots are one timeline for all of them)."""
+    return delivered.groupBy("stream", "seq").agg(
+        F.min("slot").alias("slot"),
+        F.min_by("redelivery_count", "slot").alias("redelivery_count"),
+    )
+
+
+def key_out_of_order(delivered: DataFrame, keys: int, subscription: str) -> DataFrame:
+    """Messages whose first receipt came after a newer message of their key (same stream).
+
+    In the model only a message taken back from a receiver queue (key_shared_bug reorder) is
+    first delivered late — its first delivery is already a redelivery (count ≥ 1): those few
+    (≤ UNACKED_WINDOW per stream) are checked against their key's newer first receipts."""
+    firsts = first_receipts(delivered).select("*", key_column(F.col("seq"), keys).alias("key"))
+    late = firsts.filter(F.col("redelivery_count") > 0).alias("late")
+    newer = firsts.alias("newer")
+    before = (
+        (F.col("newer.stream") == F.col("late.stream"))
+        & (F.col("newer.key") == F.col("late.key"))
+        & (F.col("newer.seq") > F.col("late.seq"))
+        & (F.col("newer.slot") < F.col("late.slot"))
+    )
+    found = newer.join(F.broadcast(late), before, how="inner").select(
+        F.col("late.stream").alias("stream"), F.col("late.seq").alias("seq")
+    )
+    return _labelled(found.distinct(), "key_out_of_order", subscription)
+
+
+def stuck_keys(
+    messages: DataFrame,
+    delivered: DataFrame,
+    start_us: int,
+    streams: int,
+    stuck_key_ms: int,
+    subscription: str,
+) -> DataFrame:
+    """Acked messages first received more than stuck_key_ms after their ack, when a message
+    of the same stream acked after them had been received already.
+
+    start_us: when the subscription's reading starts (its receive times are start_us +
+    (slot · streams + stream) · READ_STEP_US, as the trace writes them). The consumers read
+    after the producer finished, so every receipt is long after its ack: what counts is
+    receiving a message after one acked later — in the model, a message taken back from a
+    receiver queue (key_shared_bug reorder) or an ack recorded out of order."""
+    acked = messages.filter(F.col("outcome") == "ack").select(
+        "stream", "seq", F.col("done_us").alias("ack_us")
+    )
+    received_us = F.lit(start_us) + (F.col("slot") * streams + F.col("stream")) * READ_STEP_US
+    earlier = W.partitionBy("stream").orderBy("slot").rowsBetween(W.unboundedPreceding, -1)
+    walked = (
+        first_receipts(delivered)
+        .join(acked, ["stream", "seq"], how="inner")
+        .select(
+            "stream",
+            "seq",
+            "ack_us",
+            received_us.alias("received_us"),
+            F.max("ack_us").over(earlier).alias("latest_ack_before"),
+        )
+    )
+    is_stuck = (F.col("received_us") - F.col("ack_us") > stuck_key_ms * 1000) & (
+        F.col("latest_ack_before") > F.col("ack_us")
+    )
+    return _labelled(walked.filter(is_stuck), "stuck_key", subscription)
+
+
+def failover_overlaps(delivered: DataFrame, consumer: Consumer, subscription: str) -> DataFrame:
+    """Deliveries to the standby between the first and the last delivery to the old active
+    consumer of the same stream (failover_bug overlap).
+
+    The old consumer's deliveries are consecutive entries, at most 3 slots (15 µs per
+    stream) apart: every pair is within pipeline.ownership_gap_ms, so each of the standby's
+    deliveries inside that span is one failover_overlap."""
+    span = (
+        delivered.filter(F.col("consumer") == consumer.leaves)
+        .groupBy("stream")
+        .agg(F.min("slot").alias("first_slot"), F.max("slot").alias("last_slot"))
+    )
+    inside = (F.col("slot") > F.col("first_slot")) & (F.col("slot") < F.col("last_slot"))
+    standby = delivered.filter(F.col("consumer") == consumer.name)
+    found = standby.join(F.broadcast(span), ["stream"], how="inner").filter(inside)
+    return _labelled(found, "failover_overlap", subscription)
+
+
+def type_labels(
+    messages: DataFrame,
+    delivered: DataFrame,
+    consumer: Consumer,
+    plan: Plan,
+    start_us: int,
+    stuck_key_ms: int,
+) -> DataFrame | None:
+    """The kinds a subscription's type judges beyond the common ones (None: nothing more).
+
+    One consumer reading in storage order never goes back; a Shared subscription's
+    reorderings are information (shared_reordered); Failover keeps out_of_order; Key_Shared
+    judges order per key instead. start_us: when the subscription's reading starts."""
+    s, sub = plan.scenario, consumer.subscription
+    if consumer.mode == "shared":
+        return out_of_order(delivered, sub, kind="shared_reordered")
+    if consumer.mode == "failover":
+        return out_of_order(delivered, sub).unionByName(failover_overlaps(delivered, consumer, sub))
+    if consumer.mode == "key_shared":
+        stuck = stuck_keys(messages, delivered, start_us, s.streams, stuck_key_ms, sub)
+        return key_out_of_order(delivered, s.keys, sub).unionByName(stuck)
+    return None
