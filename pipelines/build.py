@@ -78,6 +78,7 @@ def build_findings(
         silver.delivery,
         shared.subscriptions,
         shared.deduplication,
+        pipeline,
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)
 

@@ -6,7 +6,6 @@ Detectors leave `causes` empty; root-cause correlation fills them in later.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
-from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from pipelines.common import (
@@ -20,7 +19,11 @@ from pipelines.common import (
     was_or_were,
 )
 from pipelines.detect_duplicated import detect_duplicated
+from pipelines.detect_ids import detect_inconsistent_ids
+from pipelines.detect_keys import detect_key_order, detect_ownership_overlap
 from pipelines.detect_order import detect_nonmonotonic_send, detect_poll_skip
+from pipelines.detect_walk import ORDERED_TYPES, detect_consumer_walk, with_subscription_type
+from pulsar_audit.config import PipelineConfig
 
 SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 
@@ -111,40 +114,6 @@ def detect_redelivered(delivery: DataFrame) -> DataFrame:
     return to_anomalies(blocks.withColumn("explanation", explanation))
 
 
-def detect_out_of_order(delivery: DataFrame) -> DataFrame:
-    """Deliveries with a lower seq than the consumer's previous one from that producer,
-    that the consumer had not received before (a repeat is a redelivery, not a reordering)."""
-    stream = ["run_id", "topic", "partition", "consumer", "producer"]
-    in_order = W.partitionBy(*stream).orderBy("delivery_index").rowsBetween(-1, -1)
-    same_seq = W.partitionBy(*stream, "seq").rowsBetween(W.unboundedPreceding, W.unboundedFollowing)
-    walked = delivery.select(
-        "*",
-        F.lag("seq").over(in_order).alias("previous_seq"),
-        F.min("delivery_index").over(same_seq).alias("first_index"),
-    )
-    is_first_receipt = F.col("delivery_index") == F.col("first_index")
-    reordered = walked.filter((F.col("seq") < F.col("previous_seq")) & is_first_receipt)
-    blocks = seq_blocks(
-        reordered.withColumn("kind", F.lit("out_of_order")),
-        F.count("*").alias("count"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
-        F.array_sort(F.collect_set("consumer")).alias("consumers"),
-        F.max("previous_seq").alias("previous_seq"),
-    )
-    explanation = F.format_string(
-        "%s (%s) %s reached subscription %s out of order: consumer(s) %s got each right after "
-        "a higher seq (up to %d) and had not received it before — a reordering, not a repeat",
-        plural("count", "delivery", "deliveries"),
-        seq_range(),
-        from_producer(),
-        F.col("subscription"),
-        F.array_join("consumers", ", "),
-        F.col("previous_seq"),
-    )
-    return to_anomalies(blocks.withColumn("explanation", explanation))
-
-
 def detect_unacked_received(message_history: DataFrame) -> DataFrame:
     """Delivered messages the producer never saw acked (informational, not a violation)."""
     unacked = delivered_to(message_history.filter(~F.col("acked"))).withColumn(
@@ -175,18 +144,29 @@ def detect_anomalies(
     delivery: DataFrame,
     subscriptions: DataFrame,
     deduplication: DataFrame,
+    pipeline: PipelineConfig,
 ) -> DataFrame:
     """gold.anomalies: every detector's rows.
 
-    subscriptions: from `pipelines.silver.subscriptions`; deduplication: from
-    `pipelines.detect_duplicated.run_deduplication`.
+    subscriptions: from `pipelines.silver.subscriptions` (with each subscription's type:
+    which order checks apply, docs/subscription-types.md); deduplication: from
+    `pipelines.detect_duplicated.run_deduplication`; pipeline: the thresholds.
     """
+    kind = F.col("subscription_type")
+    in_order = with_subscription_type(delivery, subscriptions).filter(
+        kind.isNull() | kind.isin(*ORDERED_TYPES)
+    )
     return (
         detect_lost_or_unseen(message_history, subscriptions)
         .unionByName(detect_duplicated(message_history, deduplication))
         .unionByName(detect_redelivered(delivery))
-        .unionByName(detect_out_of_order(delivery))
+        .unionByName(detect_consumer_walk(delivery, subscriptions))
         .unionByName(detect_unacked_received(message_history))
-        .unionByName(detect_poll_skip(message_history, delivery, subscriptions))
+        .unionByName(
+            detect_poll_skip(message_history, in_order.drop("subscription_type"), subscriptions)
+        )
         .unionByName(detect_nonmonotonic_send(message_history))
+        .unionByName(detect_inconsistent_ids(message_history))
+        .unionByName(detect_key_order(message_history, subscriptions, pipeline))
+        .unionByName(detect_ownership_overlap(delivery, subscriptions, pipeline))
     )

@@ -153,6 +153,32 @@ def test_parse_reports_every_reason_of_a_record(spark, tmp_path: Path):
     )
 
 
+def test_parse_v1_1_subscription_type_and_keys(spark, tmp_path: Path):
+    """Trace format v1.1: subscription_type on consumer events (one of Pulsar's four types,
+    else refused with a reason), key and ordering_key on both sides."""
+    base = {"run_id": "r", "topic": "t", "ts": 0, "seq": 1, "ledger_id": 3, "entry_id": 4}
+    receive = {**base, "role": "consumer", "client": "c", "event": "receive", "subscription": "s"}
+    rows = [
+        {**receive, "subscription_type": "Key_Shared", "key": "k1", "ordering_key": "o1"},
+        {**receive, "subscription_type": "key_shared"},
+        {**base, "role": "producer", "client": "p", "event": "ack", "key": "k1"},
+    ]
+    got = _lines(spark, [json.dumps(r) for r in rows], tmp_path).collect()
+    fields = [(r.subscription_type, r.key, r.ordering_key, r.reason, r.extra) for r in got]
+    assert fields == [
+        ("Key_Shared", "k1", "o1", None, {}),
+        (
+            "key_shared",
+            None,
+            None,
+            "unknown subscription_type 'key_shared' (expected Exclusive, Failover, Shared, "
+            "Key_Shared)",
+            {},
+        ),
+        (None, "k1", None, None, {}),
+    ]
+
+
 @pytest.mark.slow
 def test_ingest_counts_reasons_and_reingest(lakehouse, tmp_path: Path):
     folder = tmp_path / "traces"

@@ -21,9 +21,11 @@ from pyspark.sql import functions as F
 from pulsar_audit.schemas import ANOMALIES, RUN_SUMMARY
 
 
-def _sent_and_acked(*seqs: int, producer: str = "p1", partition: int = -1) -> list[dict]:
+def _sent_and_acked(
+    *seqs: int, producer: str = "p1", partition: int = -1, ledger: int = 1
+) -> list[dict]:
     kw = {"producer": producer, "partition": partition}
-    return [e for s in seqs for e in (send(s, s, **kw), ack(s, s + 0.5, **kw))]
+    return [e for s in seqs for e in (send(s, s, **kw), ack(s, s + 0.5, ledger=ledger, **kw))]
 
 
 def test_no_events_no_anomalies_and_an_empty_summary(spark):
@@ -135,23 +137,28 @@ def test_partitions_with_several_producers_and_consumers(spark):
     events = [
         *_sent_and_acked(1, 2, producer="p1", partition=0),
         *_sent_and_acked(1, 2, producer="p1", partition=1),
-        *_sent_and_acked(1, 2, producer="p2", partition=0),
+        *_sent_and_acked(1, 2, producer="p2", partition=0, ledger=2),  # stored after p1's
         receive(1, 10, partition=0, producer="p1"),
-        receive(2, 11, partition=0, producer="p2"),  # p2's stream on partition 0: 2, then 1
-        receive(2, 12, partition=0, producer="p1"),
-        receive(1, 13, partition=0, producer="p2"),
+        receive(2, 11, partition=0, producer="p2", ledger=2),  # p2's stream: 2, then 1
+        receive(2, 12, partition=0, producer="p1"),  # 1:2 after 2:2: back across producers
+        receive(1, 13, partition=0, producer="p2", ledger=2),
         receive(2, 10, partition=1, producer="p1", consumer="c2"),
         end(20),
         end(20, consumer="c2"),
     ]
     _, gold = build(spark, events)
+    # storage order on partition 0: 1:1 1:2 (p1), 2:1 2:2 (p2); read: 1:1 2:2 1:2 2:1
     assert anomalies(gold) == [
-        ("s1", 0, "p2", "out_of_order", 1, 1, 1),
+        ("s1", 0, "p1", "nonmonotonic_poll", 2, 2, 1),
+        ("s1", 0, "p1", "poll_skip", 2, 2, 1),  # 1:1 then 2:2 jumped over 1:2 and 2:1
+        ("s1", 0, "p2", "out_of_order", 1, 1, 1),  # back in its own seq: not also a poll
+        ("s1", 0, "p2", "poll_skip", 1, 1, 1),
         ("s1", 1, "p1", "lost", 1, 1, 1),
     ]
     row = summary(gold)["s1"]
     counts = ("sent", "acked", "received", "lost", "out_of_order", "valid", "reasons")
-    assert [row[c] for c in counts] == [6, 6, 5, 1, 1, "false", ["lost=1", "out_of_order=1"]]
+    reasons = ["lost=1", "out_of_order=1", "poll_skip=2", "nonmonotonic_poll=1"]
+    assert [row[c] for c in counts] == [6, 6, 5, 1, 1, "false", reasons]
     lost = gold.anomalies.filter("kind = 'lost'").first().explanation
     assert lost.startswith("1 acked message (seq 1) from producer p1 on partition 1 was never")
 
