@@ -1,6 +1,17 @@
 """The anomaly kinds and a run's counts, by name (no Spark: the benchmark's reference checkers
 read them too); pulsar_audit/schemas.py holds the tables these name columns of."""
 
+# The kinds of trace format v1.1 and the subscription types' promises
+# (docs/subscription-types.md).
+SUBSCRIPTION_TYPE_KINDS = (
+    "nonmonotonic_poll",
+    "inconsistent_message_id",
+    "shared_reordered",
+    "failover_overlap",
+    "key_out_of_order",
+    "key_overlap",
+    "stuck_key",
+)
 # Every kind of gold.anomalies, in gold.run_summary's column order (one detector each, in
 # pipelines/; which of them make a run invalid: pipelines/verdict.py).
 ANOMALY_KINDS = (
@@ -12,14 +23,7 @@ ANOMALY_KINDS = (
     "out_of_order",
     "poll_skip",
     "nonmonotonic_send",
-    # trace format v1.1 and the subscription types' promises (docs/subscription-types.md)
-    "nonmonotonic_poll",
-    "inconsistent_message_id",
-    "shared_reordered",
-    "failover_overlap",
-    "key_out_of_order",
-    "key_overlap",
-    "stuck_key",
+    *SUBSCRIPTION_TYPE_KINDS,
 )
 # Kinds seen by a producer or in storage, not by a subscription: counted for every
 # subscription of the topic.

@@ -10,7 +10,15 @@ from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.kinds import RUN_COUNTS
 
 # The keys of `analyze --json`'s "runs" and "outages" entries, in order.
-RUN_FIELDS = ("run_id", "topic", "subscription", *RUN_COUNTS, "valid")
+RUN_FIELDS = (
+    "run_id",
+    "topic",
+    "subscription",
+    "subscription_type",
+    *RUN_COUNTS,
+    "valid",
+    "unchecked",
+)
 OUTAGE_FIELDS = (
     "outage_id",
     "run_id",

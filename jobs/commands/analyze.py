@@ -6,11 +6,15 @@ import argparse
 from typing import Any
 
 from jobs.context import EXIT_ANOMALIES, EXIT_OK, Context
+from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
 from pulsar_audit.output import format_table
 from serve.recognition import describe_recognition
 from serve.summary import OUTAGE_FIELDS, RUN_FIELDS
 
-RUN_COLUMNS = list(RUN_FIELDS)
+# The terminal's runs table: the subscription type and the kinds of trace format v1.1 only
+# when some run has them (--json always gives every field).
+OPTIONAL_RUN_COLUMNS = ("subscription_type", *SUBSCRIPTION_TYPE_KINDS)
+RUN_COLUMNS = [f for f in RUN_FIELDS if f != "unchecked"]
 OUTAGE_COLUMNS = [f for f in OUTAGE_FIELDS if f not in ("outage_id", "causes")]
 MAX_EXPLANATIONS = 20
 WHAT_WIDTH = 140
@@ -26,7 +30,7 @@ def render(result: dict[str, Any]) -> str:
     parts = []
     if "ingest" in result:
         parts.append("ingest\n" + format_table([result["ingest"]]))
-    parts.append("runs\n" + format_table(result["runs"], RUN_COLUMNS))
+    parts.append("runs\n" + format_table(result["runs"], run_columns(result["runs"])))
     parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
     if result.get("recognized"):
         parts.append("logs\n" + "\n".join(describe_recognition(r) for r in result["recognized"]))
@@ -44,6 +48,14 @@ def render(result: dict[str, Any]) -> str:
         lines = explained[:MAX_EXPLANATIONS] + ([f"... and {more} more"] if more > 0 else [])
         parts.append("findings\n" + "\n".join(lines))
     return "\n\n".join(parts)
+
+
+def run_columns(runs: list[dict[str, Any]]) -> list[str]:
+    """RUN_COLUMNS without the optional ones that no run has (a kind never found, no type)."""
+    shown = [c for c in RUN_COLUMNS if c not in OPTIONAL_RUN_COLUMNS or any(r.get(c) for r in runs)]
+    if any(r.get("subscription_type") for r in runs):
+        shown.insert(shown.index("subscription") + 1, "subscription_type")
+    return shown
 
 
 def exit_code(ctx: Context, result: dict[str, Any]) -> int:
