@@ -100,20 +100,27 @@ def stuck_keys(
 
 
 def failover_overlaps(delivered: DataFrame, consumer: Consumer, subscription: str) -> DataFrame:
-    """Deliveries to the standby between the first and the last delivery to the old active
-    consumer of the same stream (failover_bug overlap).
+    """Deliveries to either consumer of the Failover subscription strictly between the first
+    and the last delivery of the same stream to the other one (failover_bug overlap): while
+    both are active they alternate, and each delivery falls between two of the other's.
 
-    The old consumer's deliveries are consecutive entries, at most 3 slots (15 µs per
-    stream) apart: every pair is within pipeline.ownership_gap_ms, so each of the standby's
-    deliveries inside that span is one failover_overlap."""
-    span = (
-        delivered.filter(F.col("consumer") == consumer.leaves)
-        .groupBy("stream")
-        .agg(F.min("slot").alias("first_slot"), F.max("slot").alias("last_slot"))
-    )
-    inside = (F.col("slot") > F.col("first_slot")) & (F.col("slot") < F.col("last_slot"))
-    standby = delivered.filter(F.col("consumer") == consumer.name)
-    found = standby.join(F.broadcast(span), ["stream"], how="inner").filter(inside)
+    Each consumer's deliveries are consecutive entries, at most 3 slots (15 µs per stream)
+    apart: every pair is within pipeline.ownership_gap_ms, so each delivery inside the other
+    consumer's span is one failover_overlap (counted per delivery, both ways)."""
+    found = None
+    for receiver, holder in ((consumer.name, consumer.leaves), (consumer.leaves, consumer.name)):
+        span = (
+            delivered.filter(F.col("consumer") == holder)
+            .groupBy("stream")
+            .agg(F.min("slot").alias("first_slot"), F.max("slot").alias("last_slot"))
+        )
+        inside = (F.col("slot") > F.col("first_slot")) & (F.col("slot") < F.col("last_slot"))
+        these = (
+            delivered.filter(F.col("consumer") == receiver)
+            .join(F.broadcast(span), ["stream"], how="inner")
+            .filter(inside)
+        )
+        found = these if found is None else found.unionByName(these)
     return _labelled(found, "failover_overlap", subscription)
 
 

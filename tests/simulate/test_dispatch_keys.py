@@ -163,10 +163,13 @@ def test_failover_overlap_the_old_consumer_keeps_receiving_after_the_standby_sta
     assert TK.failover_overlaps(clean, member, "s").count() == 0
     buggy = D.failover_deliveries(got, standby, active, overlap=8)
     assert _in_order(buggy, active) == [(p, 0) for p in range(32)]
-    # the standby starts REDISPATCH_LAG = 5 positions after the leave: 3 of its deliveries
-    # (its first three redelivered ones) fall before the old consumer's last
+    # the standby starts REDISPATCH_LAG = 5 positions after the leave: they alternate for 3
+    # deliveries each — the standby's first three (redelivered) ones between two of the old
+    # consumer's, the old consumer's last three (seq 29–31) between two of the standby's
     overlaps = TK.failover_overlaps(buggy, member, "s").orderBy("seq").collect()
-    assert [(r.seq, r.kind) for r in overlaps] == [(s, "failover_overlap") for s in (14, 15, 16)]
+    assert [(r.seq, r.kind) for r in overlaps] == [
+        (s, "failover_overlap") for s in (14, 15, 16, 29, 30, 31)
+    ]
 
 
 def test_key_shared_options_parse_and_refuse_what_the_model_cannot_run():
