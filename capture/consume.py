@@ -1,9 +1,11 @@
 """Read a topic back after a run: a Reader from the earliest message, or a subscription consumer.
 
 Both emit one `receive` per message (seq from the `seq` property, MessageId, producer name,
-redelivery count) and one `end` once they have provably reached the end of the topic: the
-Reader when `has_message_available()` turns false, the subscription when its backlog is 0.
-Messages without a `seq` property (not ours) are counted, not recorded.
+redelivery count, subscription type, the message's key and ordering key when it has them) and
+one `end` once they have provably reached the end of the topic: the Reader when
+`has_message_available()` turns false, the subscription when its backlog is 0. Messages
+without a `seq` property (not ours) are counted, not recorded. A Reader is an exclusive
+(non-durable) subscription, so its events say `Exclusive`.
 """
 
 from __future__ import annotations
@@ -21,9 +23,28 @@ from capture.recorder import Recorder
 READ_TIMEOUT_MS = 10_000
 RETRIES = 6  # reads that time out in a row (e.g. while a broker restarts) before giving up
 MakeRecorder = Callable[[str, str, str], Recorder]
+# Trace format v1.1's subscription types → the client's consumer types.
+CONSUMER_TYPES = {
+    "Exclusive": pulsar.ConsumerType.Exclusive,
+    "Failover": pulsar.ConsumerType.Failover,
+    "Shared": pulsar.ConsumerType.Shared,
+    "Key_Shared": pulsar.ConsumerType.KeyShared,
+}
 
 
-def _receive_fields(message: pulsar.Message, subscription: str) -> dict | None:
+def subscribe_options(subscription_type: str) -> dict:
+    """The `Client.subscribe` arguments of a subscription type (Key_Shared: the default
+    policy, auto-split hash ranges, in-order delivery)."""
+    options: dict = {"consumer_type": CONSUMER_TYPES[subscription_type]}
+    if subscription_type == "Key_Shared":
+        options["key_shared_policy"] = pulsar.ConsumerKeySharedPolicy()
+    return options
+
+
+def receive_fields(
+    message: pulsar.Message, subscription: str, subscription_type: str = "Exclusive"
+) -> dict | None:
+    """The `receive` event of one of our messages (None for a message without `seq`)."""
     seq = message.properties().get("seq")
     if seq is None or not seq.isdigit():
         return None
@@ -35,8 +56,12 @@ def _receive_fields(message: pulsar.Message, subscription: str) -> dict | None:
         "entry_id": msg_id.entry_id(),
         "batch_index": msg_id.batch_index(),
         "subscription": subscription,
+        "subscription_type": subscription_type,
         "producer": message.producer_name(),
         "redelivery_count": message.redelivery_count(),
+        # the client answers "" for a message without one: absent in the trace
+        "key": message.partition_key() or None,
+        "ordering_key": message.ordering_key() or None,
     }
 
 
@@ -53,7 +78,7 @@ def drain_reader(
     name = f"reader-{secrets.token_hex(4)}"
     reader = client.create_reader(topic.full, pulsar.MessageId.earliest, reader_name=name)
     rec = make(topic.full, "consumer", name)
-    rec.emit("subscribe", subscription=name)
+    rec.emit("subscribe", subscription=name, subscription_type="Exclusive")
     received = foreign = failures = 0
     started = time.monotonic()
     while failures < retries:
@@ -65,7 +90,7 @@ def drain_reader(
             failures += 1
             continue
         failures = 0
-        fields = _receive_fields(message, name)
+        fields = receive_fields(message, name)
         if fields is None:
             foreign += 1
             continue
@@ -85,19 +110,21 @@ def drain_subscription(
     topic: TopicName,
     make: MakeRecorder,
     retries: int = RETRIES,
+    subscription_type: str = "Exclusive",
 ) -> dict:
-    """Consume with an exclusive subscription from the earliest position, acknowledging each
-    message, until a receive times out and the subscription's backlog is 0."""
+    """Consume with one consumer of a new subscription of `subscription_type` from the
+    earliest position, acknowledging each message, until a receive times out and the
+    subscription's backlog is 0."""
     name = f"audit-{secrets.token_hex(4)}"
     consumer = client.subscribe(
         topic.full,
         name,
-        consumer_type=pulsar.ConsumerType.Exclusive,
         initial_position=pulsar.InitialPosition.Earliest,
         consumer_name=name,
+        **subscribe_options(subscription_type),
     )
     rec = make(topic.full, "consumer", name)
-    rec.emit("subscribe", subscription=name)
+    rec.emit("subscribe", subscription=name, subscription_type=subscription_type)
     received = foreign = idle = 0
     started = time.monotonic()
     reached_end = False
@@ -106,12 +133,12 @@ def drain_subscription(
             message = consumer.receive(timeout_millis=2000)
         except pulsar.Timeout:
             idle += 1
-            if _backlog(admin, topic, name) == 0:
+            if backlog(admin, topic, name) == 0:
                 reached_end = True
                 break
             continue
         idle = 0
-        fields = _receive_fields(message, name)
+        fields = receive_fields(message, name, subscription_type)
         consumer.acknowledge(message)
         if fields is None:
             foreign += 1
@@ -124,7 +151,8 @@ def drain_subscription(
     return _summary("subscription", name, received, foreign, reached_end, started)
 
 
-def _backlog(admin: Admin, topic: TopicName, subscription: str) -> int | None:
+def backlog(admin: Admin, topic: TopicName, subscription: str) -> int | None:
+    """The subscription's backlog (messages not yet acknowledged), None when it is unknown."""
     stats = admin.topic_stats(topic).get("subscriptions", {}).get(subscription, {})
     return stats.get("msgBacklog")
 

@@ -1,10 +1,13 @@
-"""Capture one run as a trace (format v1): produce N messages, read them back, maybe inject chaos.
+"""Capture one run as a trace (format v1.1): produce N messages, consume them, maybe inject chaos.
 
-The producer keeps at most `in_flight` messages pending (block_if_queue_full) and records each
-send, ack and nack with its MessageId and time; seq travels as the message's sequence_id and
-as its `seq` property. Then a Reader reads the topic from the earliest message to the end
-(emitting `end`), or a subscription consumer drains it. Every event goes through the
-crash-safe spool; the broker/bookie log lines written during the run are copied to <out>/logs.
+The producer (produce.py) keeps at most `in_flight` messages pending (block_if_queue_full) and
+records each send, ack and nack with its MessageId, time and keys. The messages are consumed
+either after production (a Reader from the earliest message to the end, or one subscription
+consumer that drains it: consume.py) or, with `consumers` N, by N consumers of one
+subscription of `subscription_type`, each a process of its own, subscribed before the first
+send and consuming while the producer sends (live.py), with their churn when asked. Every
+event goes through the crash-safe spool; the broker/bookie log lines written during the run
+are copied to <out>/logs.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import json
 import logging
 import secrets
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,11 +25,14 @@ import pulsar
 from capture import chaos, runlogs
 from capture.admin import Admin, TopicName
 from capture.consume import drain_reader, drain_subscription
+from capture.live import LiveConsumers, LiveOptions, churn_steps
 from capture.processes import ClusterState
+from capture.produce import produce
 from capture.recorder import Recorder
 from capture.spool import Spool
 from capture.zk_capture import ZkCapture
 from pulsar_audit.errors import UsageError
+from pulsar_audit.kinds import SUBSCRIPTION_TYPES
 from pulsar_audit.secrets import PulsarAuth
 
 log = logging.getLogger(__name__)
@@ -49,6 +54,43 @@ class CaptureOptions:
     payload_bytes: int = 100
     rate: float = 0.0  # sends per second (0: as fast as in_flight allows)
     run_id: str = field(default_factory=lambda: new_run_id("capture"))
+    subscription_type: str = "Exclusive"  # of the consumers (a Reader is Exclusive)
+    consumers: int = 0  # live consumers of one subscription (0: read back after production)
+    keys: int = 0  # messages keyed from this many keys (0: no key)
+    ordering_keys: int = 0  # ... and ordering keys (0: none)
+    nack_every: int = 0  # live consumers negatively acknowledge every K-th message once
+    consumer_churn: str | None = None  # kill | close: a live consumer leaves and comes back
+
+    def check(self) -> None:
+        """Refuse combinations the harness cannot run."""
+        if self.subscription_type not in SUBSCRIPTION_TYPES:
+            raise UsageError(
+                f"--subscription-type {self.subscription_type!r}: expected one of "
+                f"{', '.join(SUBSCRIPTION_TYPES)}"
+            )
+        if self.keys < 0 or self.ordering_keys < 0:
+            raise UsageError("--keys and --ordering-keys take a count >= 0")
+        if (
+            not self.consumers
+            and self.consumer == "reader"
+            and self.subscription_type != "Exclusive"
+        ):
+            raise UsageError(
+                f"a Reader is an Exclusive subscription: --subscription-type "
+                f"{self.subscription_type} needs --consumer subscription or --consumers N"
+            )
+        live_only = {"--nack-every": self.nack_every, "--consumer-churn": self.consumer_churn}
+        wanted = [name for name, value in live_only.items() if value]
+        if wanted and not self.consumers:
+            verb = "needs" if len(wanted) == 1 else "need"
+            raise UsageError(f"{' and '.join(wanted)} {verb} live consumers (--consumers N)")
+        if self.consumers:
+            self.live_options().check()
+
+    def live_options(self) -> LiveOptions:
+        return LiveOptions(
+            self.consumers, self.subscription_type, self.nack_every, self.consumer_churn
+        )
 
 
 def new_run_id(scenario: str) -> str:
@@ -68,6 +110,7 @@ def parse_config(text: str) -> tuple[int, int, int]:
 
 def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     """Run the capture; returns a summary (also written to <out>/capture.json)."""
+    opts.check()
     if opts.chaos:
         chaos.check_possible(opts.chaos, state)
     topic = TopicName.parse(opts.topic)
@@ -87,27 +130,70 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     )
     spool = Spool(opts.out, prefix=f"trace-{opts.run_id}")
     zk_capture = ZkWatch.start(state, opts.out / "zk" / f"{opts.run_id}.zk.jsonl")
+    live = None
+    if opts.consumers:
+        live = LiveConsumers(
+            opts.live_options(), opts.service_url, admin, topic, opts.run_id, opts.out
+        )
     try:
         run = Recorder(spool, opts.run_id, topic.full, "run", "harness")
         run.emit("config", **_config_fields(opts, state))
-        summary = _produce(opts, topic, client, spool, run, admin, state)
-        consumer = drain_reader if opts.consumer == "reader" else drain_subscription
-        make = Recorder.factory(spool, opts.run_id)
+        steps = []
+        if live:
+            live.start()  # every consumer subscribed before the first send
+            steps = _churn(opts, live, run)
+        summary = produce(opts, topic, client, spool, run, admin, state, steps)
         restore = (summary["chaos"] or {}).pop("restore", None)
-        if restore:  # read while the fault holds (reads may block), undo it, read again
-            summary["consume_during_fault"] = consumer(client, admin, topic, make, retries=2)
-            restore()
-        summary["consume"] = consumer(client, admin, topic, make)
+        if live:  # the consumers read during the fault already: undo it, then drain
+            if restore:
+                restore()
+            summary["consume"] = live.drain()
+        else:
+            consumer = _read_back(opts)
+            make = Recorder.factory(spool, opts.run_id)
+            if restore:  # read while the fault holds (reads may block), undo it, read again
+                summary["consume_during_fault"] = consumer(client, admin, topic, make, retries=2)
+                restore()
+            summary["consume"] = consumer(client, admin, topic, make)
         if restore:
             restore.rest()
     finally:
+        if live:
+            live.close()
         client.close()
         spool.close()
         zk_rows = zk_capture.stop()
-    summary.update(run_id=opts.run_id, out=str(opts.out), events=spool.durable, zk_rows=zk_rows)
+    events = spool.durable + sum(
+        p.get("events", 0) for p in summary["consume"].get("consumers", [])
+    )
+    summary.update(run_id=opts.run_id, out=str(opts.out), events=events, zk_rows=zk_rows)
     summary["logs"] = runlogs.copy_since(marks, opts.out / "logs")
     (opts.out / "capture.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
+
+
+def _read_back(opts: CaptureOptions):  # noqa: ANN202
+    """The read after production: a Reader, or one consumer of a subscription of the type."""
+    if opts.consumer == "reader":
+        return drain_reader
+
+    def drain(client, admin, topic, make, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        return drain_subscription(
+            client, admin, topic, make, subscription_type=opts.subscription_type, **kwargs
+        )
+
+    return drain
+
+
+def _churn(opts: CaptureOptions, live: LiveConsumers, run: Recorder) -> list:
+    """The consumers' churn steps, each recorded as a `chaos` run event."""
+    if not opts.consumer_churn:
+        return []
+
+    def report(action: str, target: str, details: dict) -> None:
+        run.emit("chaos", action=action, target=target, **details)
+
+    return churn_steps(live, opts.consumer_churn, opts.messages, report)
 
 
 class ZkWatch:
@@ -157,127 +243,14 @@ def _config_fields(opts: CaptureOptions, state: ClusterState | None) -> dict:
         "scenario": opts.scenario,
         "messages": opts.messages,
         "in_flight": opts.in_flight,
-        "consumer": opts.consumer,
+        "consumer": "subscription" if opts.consumers else opts.consumer,
         "chaos": f"{opts.chaos.label}@{opts.chaos.at_ack}" if opts.chaos else None,
+        "subscription_type": opts.subscription_type,
+        "consumers": opts.consumers or None,
+        "keys": opts.keys or None,
+        "ordering_keys": opts.ordering_keys or None,
+        "nack_every": opts.nack_every or None,
+        "consumer_churn": opts.consumer_churn,
         "rate": opts.rate or None,
         "netns": bool(state and state.network),
     }
-
-
-class _Acks:
-    """Counts callbacks; fires `trigger` when the ack count reaches the chaos mark."""
-
-    def __init__(self, total: int, chaos_at: int | None):
-        self.total, self.chaos_at = total, chaos_at
-        self.acked = self.nacked = 0
-        self.lock = threading.Lock()
-        self.all_done = threading.Event()
-        self.trigger = threading.Event()
-        self.cancelled = False
-
-    def count(self, ok: bool) -> None:
-        with self.lock:
-            if ok:
-                self.acked += 1
-                if self.acked == self.chaos_at:
-                    self.trigger.set()
-            else:
-                self.nacked += 1
-            if self.acked + self.nacked == self.total:
-                self.all_done.set()
-
-
-def _produce(opts, topic, client, spool, run, admin, state) -> dict:  # noqa: ANN001
-    producer = client.create_producer(
-        topic.full,
-        producer_name=f"{opts.run_id}-producer",
-        batching_enabled=False,
-        max_pending_messages=opts.in_flight,
-        block_if_queue_full=True,
-        send_timeout_millis=30_000,
-    )
-    rec = Recorder(spool, opts.run_id, topic.full, "producer", producer.producer_name())
-    acks = _Acks(opts.messages, opts.chaos.at_ack if opts.chaos else None)
-    chaos_thread = _start_chaos(opts, admin, topic, state, run, acks)
-
-    def on_result(seq: int, res: pulsar.Result, msg_id: pulsar.MessageId) -> None:
-        if res == pulsar.Result.Ok:
-            rec.emit("ack", seq=seq, **_message_id(msg_id))
-        else:
-            rec.emit("nack", seq=seq, error=str(res))
-        acks.count(res == pulsar.Result.Ok)
-
-    padding = b"." * opts.payload_bytes
-    started = time.monotonic()
-    for seq in range(opts.messages):
-        if opts.rate:  # pace the sends so that the run spans the fault
-            time.sleep(max(0.0, started + seq / opts.rate - time.monotonic()))
-        rec.emit("send", seq=seq)
-        producer.send_async(
-            padding,
-            lambda res, msg_id, seq=seq: on_result(seq, res, msg_id),
-            properties={"seq": str(seq)},
-            sequence_id=seq,
-        )
-    # No flush(): with every bookie of a write quorum gone it can block past the send timeout
-    # (seen with kill-qw-bookies at 2-2-2); the callbacks are awaited with a deadline instead.
-    finished = acks.all_done.wait(timeout=120 + opts.messages / 1000)
-    elapsed = time.monotonic() - started
-    chaos_result = _finish_chaos(chaos_thread, acks)
-    producer.close()
-    return {
-        "messages": opts.messages,
-        "acked": acks.acked,
-        "nacked": acks.nacked,
-        "all_callbacks": finished,
-        "produce_s": round(elapsed, 3),
-        "produce_rate": round(opts.messages / elapsed, 1),
-        "chaos": chaos_result,
-    }
-
-
-def _message_id(msg_id: pulsar.MessageId) -> dict:
-    return {
-        "ledger_id": msg_id.ledger_id(),
-        "entry_id": msg_id.entry_id(),
-        "batch_index": msg_id.batch_index(),
-        "partition": msg_id.partition(),
-    }
-
-
-def _start_chaos(opts, admin, topic, state, run, acks) -> threading.Thread | None:  # noqa: ANN001
-    if not opts.chaos:
-        return None
-    spec, outcome = opts.chaos, {}
-
-    def report(target: str, details: dict) -> None:
-        fields = {"phase": "start", **details}
-        run.emit("chaos", action=spec.label, target=target, ack_count=acks.acked, **fields)
-
-    def act() -> None:
-        acks.trigger.wait()
-        if acks.cancelled:
-            outcome["error"] = f"ack count never reached {spec.at_ack}"
-            return
-        try:
-            outcome.update(
-                chaos.run_action(spec, admin, topic, state, report, write_quorum=opts.config[1])
-            )
-        except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
-            log.exception("chaos action %s failed", spec.action)
-            outcome["error"] = f"{type(exc).__name__}: {exc}"
-
-    thread = threading.Thread(target=act, name="chaos", daemon=True)
-    thread.outcome = outcome  # type: ignore[attr-defined]
-    thread.start()
-    return thread
-
-
-def _finish_chaos(thread: threading.Thread | None, acks: _Acks) -> dict | None:
-    if thread is None:
-        return None
-    if not acks.trigger.is_set():
-        acks.cancelled = True
-        acks.trigger.set()
-    thread.join(timeout=180)
-    return dict(thread.outcome)  # type: ignore[attr-defined]

@@ -14,12 +14,16 @@ class Recorder:
 
     `event_index` numbers the client's events in the order they were recorded; `ts` is epoch
     milliseconds with microsecond fraction, taken under the same lock so both agree.
+    first_index: where `event_index` starts (a consumer started again under its name goes on
+    from its previous process's last event).
     """
 
-    def __init__(self, spool: Spool, run_id: str, topic: str, role: str, client: str):
+    def __init__(
+        self, spool: Spool, run_id: str, topic: str, role: str, client: str, first_index: int = 0
+    ):
         self.spool = spool
         self.base = {"run_id": run_id, "topic": topic, "role": role, "client": client}
-        self.count = 0
+        self.count = first_index
         self._lock = threading.Lock()
 
     def emit(self, event: str, **fields: object) -> None:

@@ -1,5 +1,6 @@
 """The chaos scenarios a capture runs on the local cluster: each one's cluster shape and
-default E-Qw-Qa, the simulator's names for them, and the pace of a chaos run."""
+default E-Qw-Qa, the simulator's names for them, the consumer-side faults, and the pace of a
+chaos run."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
     "isolate-bookie-from-zk": (2, 3, "2-2-2"),
     "partition-broker-from-bookies": (2, 3, "2-2-2"),
     "lossy-broker-bookies": (2, 3, "2-2-2"),
+    "consumer-crash": (1, 1, "1-1-1"),
+    "nack-redelivery": (1, 1, "1-1-1"),
 }
+# Scenarios whose fault is on the consumers' side (no action on the cluster): what each sets
+# unless given, and the live consumers they run with unless given (issue 26 item 4).
+CONSUMER_FAULTS = {
+    "consumer-crash": {"consumer_churn": "kill"},
+    "nack-redelivery": {"nack_every": 10},
+}
+LIVE_DEFAULTS = {"consumers": 3, "subscription_type": "Key_Shared", "keys": 50}
 # The simulator's names for the same scenarios (simulate/scenario.py).
 ALIASES = {"isolate-broker": "isolate-broker-from-zk", "isolate-bookie": "isolate-bookie-from-zk"}
 # Brokers' ZooKeeper session timeout on a namespaced cluster: short, so that a run that

@@ -66,6 +66,14 @@ class Spool:
             if self._in_segment + len(self._pending) >= self.segment_events:
                 self._rotate_locked()
 
+    def flush(self) -> None:
+        """Hand the buffered events to the OS without waiting for the disk: from here a kill
+        of this process (SIGKILL) no longer loses them; a machine crash still may until the
+        next fsync. (A consumer calls it before acknowledging what it recorded.)"""
+        with self._lock:
+            if self._fd >= 0:
+                self._write_pending_locked()
+
     def close(self) -> None:
         self._closed.set()
         with self._lock:
@@ -87,10 +95,10 @@ class Spool:
     def _tick(self, interval_s: float) -> None:
         while not self._closed.wait(interval_s):
             with self._lock:
-                if self._fd >= 0 and self._pending:
+                if self._fd >= 0 and self.durable != self.written:  # flushed or pending
                     self._sync_locked()
 
-    def _sync_locked(self) -> None:
+    def _write_pending_locked(self) -> None:
         if self._pending:
             data = "".join(self._pending).encode()
             view = memoryview(data)
@@ -98,6 +106,9 @@ class Spool:
                 view = view[os.write(self._fd, view) :]
             self._in_segment += len(self._pending)
             self._pending.clear()
+
+    def _sync_locked(self) -> None:
+        self._write_pending_locked()
         os.fsync(self._fd)
         if self.durable != self.written:
             self.durable = self.written

@@ -10,9 +10,17 @@ import threading
 from pathlib import Path
 
 from capture.chaos import ACTIONS, DEFAULT_HOLD_S, NEEDS_NETNS
-from capture.scenarios import NETNS_SESSION_MS, RATE, SCENARIOS, parse_scenario
+from capture.scenarios import (
+    CONSUMER_FAULTS,
+    LIVE_DEFAULTS,
+    NETNS_SESSION_MS,
+    RATE,
+    SCENARIOS,
+    parse_scenario,
+)
 from jobs.context import EXIT_OK, Context
 from pulsar_audit.errors import UsageError
+from pulsar_audit.kinds import SUBSCRIPTION_TYPES
 from pulsar_audit.output import format_table
 from pulsar_audit.paths import cache_dir
 from pulsar_audit.secrets import redact_url
@@ -62,7 +70,9 @@ def _status_text(result: dict) -> str:
     )
 
 
-def _capture_options(ctx: Context, state, scenario: str):  # noqa: ANN001, ANN202
+def _capture_options(ctx: Context, state, scenario: str, urls: tuple | None = None):  # noqa: ANN001, ANN202
+    """The run's options from the arguments; `urls` (service, admin) stand in for a cluster's
+    when the options are only checked, before any cluster is started."""
     from capture.chaos import ChaosSpec
     from capture.harness import CaptureOptions, new_run_id, parse_config
 
@@ -70,6 +80,7 @@ def _capture_options(ctx: Context, state, scenario: str):  # noqa: ANN001, ANN20
     spec = ChaosSpec.parse(args.chaos, hold_s=args.hold_s) if args.chaos else None
     service_url = args.service_url or (state.service_url if state else None)
     admin_url = args.admin_url or (state.admin_url if state else None)
+    service_url, admin_url = urls or (service_url, admin_url)
     if not service_url or not admin_url:
         raise UsageError("no cluster: pass --service-url and --admin-url, or `cluster up` first")
     run_id = new_run_id((spec.label if spec else scenario).replace(":", ""))
@@ -82,12 +93,27 @@ def _capture_options(ctx: Context, state, scenario: str):  # noqa: ANN001, ANN20
         in_flight=args.in_flight,
         config=parse_config(args.config or "1-1-1"),
         chaos=spec,
-        consumer=args.consumer,
+        consumer=_consumer_kind(args),
         deduplication=args.dedup,
         scenario=spec.label if spec else scenario,
         run_id=run_id,
         rate=args.rate or 0.0,
+        subscription_type=args.subscription_type or "Exclusive",
+        consumers=args.consumers,
+        keys=args.keys,
+        ordering_keys=args.ordering_keys,
+        nack_every=args.nack_every,
+        consumer_churn=args.consumer_churn,
     )
+
+
+def _consumer_kind(args: argparse.Namespace) -> str:
+    """--consumer as given, else a Reader unless a subscription is asked for (a type other
+    than Exclusive, or live consumers)."""
+    if args.consumer:
+        return args.consumer
+    wants_subscription = args.consumers or args.subscription_type not in (None, "Exclusive")
+    return "subscription" if wants_subscription else "reader"
 
 
 def _state_for(ctx: Context):  # noqa: ANN202
@@ -128,11 +154,15 @@ def _columnar(ctx: Context, captured: dict) -> dict:
 
 def _capture_text(r: dict) -> str:
     consume = r["consume"]
+    reader = consume["consumer"]
+    if "consumers" in consume:  # live consumers: how many processes, of which type
+        reader = f"{len(consume['consumers'])} {consume['subscription_type']} consumer processes"
+    churn = f"; churn: {r['churn']['steps']}" if r.get("churn") else ""
     return (
         f"run {r['run_id']}: {r['acked']}/{r['messages']} acked, {r['nacked']} nacked "
-        f"({r['produce_rate']} msg/s); {consume['consumer']} received {consume['received']} "
+        f"({r['produce_rate']} msg/s); {reader} received {consume['received']} "
         f"({consume['read_rate']} msg/s), end reached: {consume['reached_end']}; "
-        f"chaos: {r['chaos'] or 'none'}\ntrace and logs in {r['out']}"
+        f"chaos: {r['chaos'] or 'none'}{churn}\ntrace and logs in {r['out']}"
     )
 
 
@@ -146,9 +176,13 @@ def cmd_chaos_run(ctx: Context) -> int:
     args.config = args.config or default_config
     label = f"{name}:{count}" if name == "kill-bookies" else name
     at_ack = max(1, int(args.messages * args.fault_at))
-    args.chaos = None if name == "control" else f"{label}@{at_ack}"
+    no_action = name == "control" or name in CONSUMER_FAULTS
+    args.chaos = None if no_action else f"{label}@{at_ack}"
+    if name in CONSUMER_FAULTS:
+        _default(args, {**LIVE_DEFAULTS, **CONSUMER_FAULTS[name]})
     if args.rate is None:
         args.rate = 0.0 if name in ("control", "unload") else RATE
+    _capture_options(ctx, None, label, urls=("pulsar://unused", "http://unused")).check()
     workdir = _workdir(ctx)
     state = cluster.running(workdir)  # a running cluster is used as it is
     started_here = state is None
@@ -169,6 +203,13 @@ def cmd_chaos_run(ctx: Context) -> int:
     result = analyze_path(ctx, captured["out"])
     ctx.emit({**result, "capture": captured}, _chaos_text)
     return EXIT_OK
+
+
+def _default(args: argparse.Namespace, values: dict) -> None:
+    """Set each option left at its default (None or 0) to `values`' value."""
+    for name, value in values.items():
+        if not getattr(args, name):
+            setattr(args, name, value)
 
 
 def cmd_chaos_study(ctx: Context) -> int:
@@ -201,9 +242,11 @@ def _study_text(result: dict) -> str:
 
 
 def _chaos_text(result: dict) -> str:
-    from serve.summary import OUTAGE_FIELDS, RUN_FIELDS
+    from jobs.commands.analyze import run_columns
+    from serve.summary import OUTAGE_FIELDS
 
-    parts = [_capture_text(result["capture"]), format_table(result["runs"], list(RUN_FIELDS))]
+    runs = format_table(result["runs"], run_columns(result["runs"]))
+    parts = [_capture_text(result["capture"]), runs]
     if result["outages"]:
         parts.append(format_table(result["outages"], list(OUTAGE_FIELDS)))
     return "\n".join(parts)
@@ -214,7 +257,7 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
     p.add_argument("--messages", type=int, default=messages, metavar="N")
     p.add_argument("--config", metavar="E-Qw-Qa", help="ensemble, write and ack quorum")
     p.add_argument("--in-flight", type=int, default=10_000, metavar="N", help="max pending sends")
-    p.add_argument("--consumer", choices=("reader", "subscription"), default="reader")
+    _consumer_args(p)
     p.add_argument("--dedup", action="store_true", help="enable broker deduplication")
     p.add_argument("--out", metavar="DIR", help="trace folder (default .cache/pulsar/traces/RUN)")
     p.add_argument("--rate", type=float, metavar="MSG/S", help="pace the sends (default: as "
@@ -223,6 +266,56 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
                    help="how long a network fault holds before the links heal")  # fmt: skip
     p.add_argument("--columnar", action="store_true", help="rewrite the trace as Parquet (the "
                    "format's columnar form) when the run ends")  # fmt: skip
+
+
+def _consumer_args(p: argparse.ArgumentParser) -> None:
+    """Who consumes: a read-back after production, or live consumers of a subscription."""
+    p.add_argument(
+        "--consumer",
+        choices=("reader", "subscription"),
+        help="read back after production with a Reader (default) or one subscription consumer",
+    )
+    p.add_argument(
+        "--subscription-type",
+        choices=SUBSCRIPTION_TYPES,
+        help="of the consumers (default Exclusive, as a Reader is); on subscribe and receive",
+    )
+    p.add_argument(
+        "--consumers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N consumers of one subscription, each a process, consuming while the producer sends",
+    )
+    p.add_argument(
+        "--keys",
+        type=int,
+        default=0,
+        metavar="N",
+        help="key the messages from N keys (key-<seq mod N>); 0: no key",
+    )
+    p.add_argument(
+        "--ordering-keys",
+        type=int,
+        default=0,
+        metavar="N",
+        help="give them ordering keys from N (okey-<seq mod N>): Key_Shared dispatches by these",
+    )
+    p.add_argument(
+        "--nack-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="live consumers negatively acknowledge a message whose seq is a multiple of K once",
+    )
+    p.add_argument(
+        "--consumer-churn",
+        nargs="?",
+        const="kill",
+        choices=("kill", "close"),
+        help="a live consumer leaves at 30%% of the acks (kill: SIGKILL, default; close), a new "
+        "one joins at 50%%, the first comes back under its name at 70%%",
+    )
 
 
 def cmd_zk_capture(ctx: Context) -> int:
@@ -283,8 +376,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = kinds.add_parser(
         "run", parents=[common], help="produce N messages, read them back, record the trace",
         description="Produce --messages with at most --in-flight pending, record every "
-        "send/ack/nack, then read the topic back (Reader to the end, or a subscription), all "
-        "as trace format v1 in --out; copies the run's broker/bookie logs to --out/logs.",
+        "send/ack/nack, then read the topic back (Reader to the end, or a subscription) or, "
+        "with --consumers N, consume it while it is produced by N consumer processes of one "
+        "subscription of --subscription-type; all as trace format v1.1 in --out; copies the "
+        "run's broker/bookie logs to --out/logs.",
     )  # fmt: skip
     p.add_argument("--service-url", metavar="URL", help="default: the cluster of --workdir")
     p.add_argument("--admin-url", metavar="URL", help="default: the cluster of --workdir")

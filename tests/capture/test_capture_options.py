@@ -1,0 +1,63 @@
+"""The harness's subscription options, message keys and a restarted consumer's event numbering
+(no cluster)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from capture.consumer_process import next_event_index
+from capture.harness import CaptureOptions
+from capture.produce import message_keys
+from pulsar_audit.errors import UsageError
+
+
+def _opts(**kwargs) -> CaptureOptions:  # noqa: ANN003
+    return CaptureOptions(
+        service_url="pulsar://x", admin_url="http://x", topic="t", messages=10, out=Path("."),
+        **kwargs,
+    )  # fmt: skip
+
+
+def test_options_refuse_what_the_subscription_cannot_do() -> None:
+    refused = {
+        "a Reader is an Exclusive subscription": {"subscription_type": "Shared"},
+        "expected one of Exclusive, Failover, Shared, Key_Shared": {"subscription_type": "Key"},
+        "an Exclusive subscription takes one consumer": {"consumers": 2},
+        "--nack-every needs live consumers": {"nack_every": 3, "consumer": "subscription"},
+        "--consumer-churn needs live consumers": {"consumer_churn": "kill"},
+        "--keys and --ordering-keys take a count": {"keys": -1},
+        "--consumer-churn one of kill, close": {"consumers": 1, "consumer_churn": "crash"},
+    }
+    for message, kwargs in refused.items():
+        with pytest.raises(UsageError, match=message):
+            _opts(**kwargs).check()
+    # accepted: a Reader (Exclusive), one Shared consumer reading back, live Key_Shared consumers
+    _opts().check()
+    _opts(consumer="subscription", subscription_type="Shared").check()
+    _opts(subscription_type="Key_Shared", consumers=3, nack_every=5, consumer_churn="close").check()
+
+
+def test_message_keys_cycle_through_the_keys() -> None:
+    assert message_keys(7, 0, 0) == {"key": None, "ordering_key": None}
+    assert message_keys(7, 5, 0) == {"key": "key-2", "ordering_key": None}
+    assert message_keys(7, 5, 3) == {"key": "key-2", "ordering_key": "okey-1"}
+    assert [message_keys(seq, 2, 0)["key"] for seq in range(4)] == ["key-0", "key-1"] * 2
+
+
+def test_a_restarted_consumer_numbers_its_events_on(tmp_path: Path) -> None:
+    """event_index is unique per client: the restarted process of consumer c1 starts after
+    the last event its killed process wrote (c10's files are another consumer's)."""
+    assert next_event_index(tmp_path, "r1", "sub-c1") == 0
+
+    def write(name: str, indices: list[int]) -> None:
+        lines = [json.dumps({"event": "receive", "event_index": i}) for i in indices]
+        (tmp_path / f"trace-r1-{name}-00000.jsonl").write_text("\n".join(lines) + "\n")
+
+    write("sub-c1.0", [0, 1, 2, 3])
+    write("sub-c10.0", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    assert next_event_index(tmp_path, "r1", "sub-c1") == 4
+    write("sub-c1.1", [4, 5])
+    assert next_event_index(tmp_path, "r1", "sub-c1") == 6
