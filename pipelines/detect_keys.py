@@ -2,9 +2,11 @@
 
 - key_out_of_order: on Key_Shared, a message first received by the subscription after the
   first receipt of a higher seq of the same producer, partition and dispatch key.
-- stuck_key: on Key_Shared, an acked message first received more than `stuck_key_ms` after
-  its ack while the subscription had already received a message of the partition acked
-  after it.
+- stuck_key: on Key_Shared, an acked message whose key made no progress for more than
+  `stuck_key_ms` before it was first received (counted from the latest of its ack, the key's
+  previous receipt and the subscription's first receipt on the partition), while the
+  subscription received other messages in that time (one per stall: the message whose
+  receipt ended it).
 - failover_overlap / key_overlap: two consumers served one partition (Failover) or one key
   (Key_Shared) at once: consumer B got deliveries between two consecutive deliveries to
   consumer A at most `ownership_gap_ms` apart.
@@ -48,27 +50,28 @@ def detect_key_order(
         _key_shared(subscriptions), ["run_id", "topic", "subscription"], how="left_semi"
     )
     key = F.coalesce("key", F.lit(""))  # Pulsar dispatches messages without a key together
-    key_order = (
-        W.partitionBy(*SUBSCRIPTION_PARTITION, "producer", key)
-        .orderBy("first_ts", "seq")
-        .rowsBetween(W.unboundedPreceding, -1)
-    )
-    acked_after = (
-        W.partitionBy(*SUBSCRIPTION_PARTITION)
-        .orderBy("ack_ts", "producer", "seq")
-        .rowsBetween(1, W.unboundedFollowing)
-    )
-    waited = to_millis(F.col("ack_ts"), F.col("first_ts"))
+    before = (W.unboundedPreceding, -1)
+    key_order = W.partitionBy(*SUBSCRIPTION_PARTITION, "producer", key).orderBy("first_ts", "seq")
+    key_progress = W.partitionBy(*SUBSCRIPTION_PARTITION, key).orderBy("first_ts", "seq")
+    receipts = W.partitionBy(*SUBSCRIPTION_PARTITION).orderBy("first_ts", "producer", "seq")
     walked = received.select(
         "*",
-        F.max("seq").over(key_order).alias("higher_seq"),
-        F.when(F.col("acked"), F.min("first_ts").over(acked_after)).alias("later_first_ts"),
-        waited.alias("waited_ms"),
-    )
+        F.max("seq").over(key_order.rowsBetween(*before)).alias("higher_seq"),
+        # the stall of a message's key began at the latest of: its ack, the key's previous
+        # receipt, the subscription's first receipt on the partition (reading had started)
+        F.greatest(
+            "ack_ts",
+            F.max("first_ts").over(key_progress.rowsBetween(*before)),
+            F.min("first_ts").over(receipts.rowsBetween(W.unboundedPreceding, W.currentRow)),
+        ).alias("stalled_from"),
+        F.max("first_ts").over(receipts.rowsBetween(*before)).alias("other_receipt"),
+    ).withColumn("waited_ms", to_millis(F.col("stalled_from"), F.col("first_ts")))
+    # the subscription received something else while this key waited: the key was stuck, not
+    # the whole subscription (an outage) nor a reader catching up on a backlog
     stuck = (
         F.col("acked")
         & (F.col("waited_ms") > pipeline.stuck_key_ms)
-        & (F.col("later_first_ts") < F.col("first_ts"))
+        & (F.col("other_receipt") > F.col("stalled_from"))
     )
     kinds = F.array_compact(
         F.array(
@@ -101,8 +104,8 @@ def detect_key_order(
         F.col("higher_seq"),
     )
     stuck_text = F.format_string(
-        "%s waited up to %.0f ms after their ack before Key_Shared subscription %s received "
-        "them, while it had already received messages acked after them — a stuck key",
+        "%s waited up to %.0f ms, their key making no progress, before Key_Shared subscription "
+        "%s received them, while it kept receiving other messages — a stuck key",
         what,
         F.col("waited_ms"),
         F.col("subscription"),

@@ -164,19 +164,22 @@ def detect_nonmonotonic_send(message_history: DataFrame) -> DataFrame:
     before it on the same partition (Jepsen's non-monotonic send: by the producer's send
     order, not by when the acks arrived — acks of one batch reach the callbacks in any order).
 
-    Send order: send_ts, ties (millisecond clocks) broken by seq; a message without a send
-    (the trace then fails a table check and the run is unknown) is placed by its ack."""
+    Send order: send_ts, ties (millisecond clocks) broken by seq. A message without a send
+    has no place in that order and is left out (the trace then fails a table check and the
+    run is unknown)."""
     stream = ["run_id", "topic", "partition", "producer"]
     sent_before = (
         W.partitionBy(*stream).orderBy("send_order", "seq").rowsBetween(W.unboundedPreceding, -1)
     )
     acks = (
-        message_history.filter(F.col("acked") & (F.col("ack_id.ledger_id") >= 0))
+        message_history.filter(
+            F.col("acked") & F.col("send_ts").isNotNull() & (F.col("ack_id.ledger_id") >= 0)
+        )
         .select(
             *stream,
             "seq",
             F.col("ack_ts").alias("ts"),
-            F.coalesce("send_ts", "ack_ts").alias("send_order"),
+            F.col("send_ts").alias("send_order"),
             F.col("ack_id").alias("id"),
         )
         .withColumn("highest", F.max("id").over(sent_before))

@@ -65,9 +65,13 @@ def alerts_for_runs(run_summary: DataFrame) -> DataFrame:
         "subscription",
         F.lit(None).cast("string").alias("finding_id"),
         F.format_string(
-            "run %s: subscription %s of %s is %s",
+            "run %s: subscription %s%s of %s is %s",
             "run_id",
             "subscription",
+            F.when(
+                F.col("subscription_type").isNotNull(),
+                F.format_string(" (%s)", "subscription_type"),
+            ).otherwise(""),
             "topic",
             F.when(is_false, "not valid").otherwise("not known to be valid"),
         ).alias("title"),

@@ -164,8 +164,17 @@ def deliveries(snapshot: Snapshot, message: dict[str, Any]) -> list[dict[str, An
             "batch_index",
             "redelivery_count",
             "delivery_index",
+            "key",
         ).collect()
     ]
+
+
+def subscription_types(snapshot: Snapshot, message: dict[str, Any]) -> dict[str, str | None]:
+    """subscription → its type (gold.run_summary; a handful of rows per run and topic)."""
+    runs = snapshot.read("run_summary").filter(
+        (F.col("run_id") == message["run_id"]) & (F.col("topic") == message["topic"])
+    )
+    return {r["subscription"]: r["subscription_type"] for r in runs.collect()}
 
 
 def findings(snapshot: Snapshot, message: dict[str, Any], until: datetime | None) -> list[dict]:
@@ -239,7 +248,11 @@ def message_life(
     """Everything the tables hold about one message (the `message --json` object)."""
     message = find_message(snapshot, run_id, seq, producer, topic)
     produced = producer_events(snapshot, message)
-    delivered = deliveries(snapshot, message)
+    types = subscription_types(snapshot, message)
+    delivered = [
+        {**d, "subscription_type": types.get(d["subscription"])}
+        for d in deliveries(snapshot, message)
+    ]
     moments = [e["ts"] for e in produced] + [d["ts"] for d in delivered]
     start, end = (min(moments), max(moments)) if moments else (None, None)
     completed = message["ack_ts"] or message["nack_ts"]
@@ -263,6 +276,7 @@ def message_life(
                 "nack_error",
                 "copies",
                 "subscriptions",
+                "key",
             )
         },
         "producer_events": produced,

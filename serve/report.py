@@ -15,8 +15,9 @@ from serve.report_figures import ledger_map_figure, timeline_figure
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 SUMMARY_COLUMNS = (
-    "topic", "subscription", "valid", "sent", "acked", "nacked", "received", "lost", "unseen",
-    "duplicated", "redelivered", "out_of_order", "unacked_received", "outages", "reasons",
+    "topic", "subscription", "subscription_type", "valid", "sent", "acked", "nacked",
+    "received", "lost", "unseen", "duplicated", "redelivered", "out_of_order",
+    "unacked_received", "outages", "reasons", "unchecked",
 )  # fmt: skip
 CONFIG_COLUMNS = (
     "ts", "topic", "ensemble_size", "write_quorum", "ack_quorum", "brokers", "bookies",

@@ -32,7 +32,9 @@ def test_valid_is_a_json_boolean_or_unknown(valid):
         "run_id": "r",
         "topic": "t",
         "subscription": "s",
+        "subscription_type": None,
         **dict.fromkeys(RUN_COUNTS, 0),
+        "unchecked": [],
     }
     for good in (True, False, "unknown"):
         validate({"runs": [{**run, "valid": good}], "outages": [], "anomalies": []}, "summary")

@@ -76,13 +76,17 @@ def render_message(result: dict[str, Any]) -> str:
     if history["ack_latency_ms"] is not None:
         head += f" after {history['ack_latency_ms']:.1f} ms"
     head += f"; stored {len(history['copies'])} time(s)"
+    if history.get("key") is not None:
+        head += f"; key {history['key']}"
     lines = []
     for e in result["producer_events"]:
         what = e["event"] + _where(e) + (f" error={e['error']}" if e["error"] else "")
         lines.append({"ts": e["ts"], "who": f"producer {key['producer']}", "what": what})
     for d in result["deliveries"]:
         what = f"receive #{d['delivery_index']}{_where(d)} redelivery_count={d['redelivery_count']}"
-        lines.append({"ts": d["ts"], "who": f"{d['subscription']}/{d['consumer']}", "what": what})
+        kind = f" ({d['subscription_type']})" if d.get("subscription_type") else ""
+        who = f"{d['subscription']}{kind}/{d['consumer']}"
+        lines.append({"ts": d["ts"], "who": who, "what": what})
     for i in result["infra_events"]:
         lines.append(
             {

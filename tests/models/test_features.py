@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import DataFrame
 
 from models.features import build_run_features
+from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
 from pulsar_audit.schemas import (
     ANOMALIES,
     INFRA_EVENTS,
@@ -72,7 +73,7 @@ def summary(run: str, unseen: int = 0, duplicated: int = 0) -> dict[str, Any]:
     counts = dict.fromkeys(
         ["sent", "acked", "nacked", "received", "lost", "unseen", "unacked_received",
          "duplicated", "redelivered", "out_of_order", "poll_skip", "nonmonotonic_send",
-         "outages", "unattributed"], 0)  # fmt: skip
+         *SUBSCRIPTION_TYPE_KINDS, "outages", "unattributed"], 0)  # fmt: skip
     counts.update(unseen=unseen, duplicated=duplicated)
     return _row(
         RUN_SUMMARY, run_id=run, topic="t", subscription="reader-1", valid="unknown",

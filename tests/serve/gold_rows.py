@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
 from pulsar_audit.schemas import ANOMALIES, CONFIG_RISK, OUTAGES, RUN_EVENTS, RUN_SUMMARY
 
 T0 = datetime(2026, 11, 22, 10, 0, 0)
@@ -16,8 +17,8 @@ def summary(**over: Any) -> dict[str, Any]:
         "run_id": "r1", "topic": TOPIC, "subscription": "s1", "sent": 10, "acked": 10,
         "nacked": 0, "received": 10, "lost": 0, "unseen": 0, "unacked_received": 0,
         "duplicated": 0, "redelivered": 0, "out_of_order": 0, "poll_skip": 0,
-        "nonmonotonic_send": 0, "outages": 0, "unattributed": 0,
-        "valid": "true", "reasons": [],
+        "nonmonotonic_send": 0, **dict.fromkeys(SUBSCRIPTION_TYPE_KINDS, 0), "outages": 0,
+        "unattributed": 0, "valid": "true", "reasons": [],
     }  # fmt: skip
     return {**row, **over}
 

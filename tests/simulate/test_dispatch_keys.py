@@ -51,7 +51,7 @@ def test_nothing_stored_nothing_delivered(spark):
     assert delivered.count() == 0
     assert D.failover_deliveries(empty, "b", "a", overlap=8).count() == 0
     assert TK.key_out_of_order(delivered, 3, "s").count() == 0
-    assert TK.stuck_keys(_acked(spark, 0), delivered, 0, 1, 10_000, "s").count() == 0
+    assert TK.stuck_keys(_acked(spark, 0), delivered, 3, 1, 0, 10_000, "s").count() == 0
 
 
 def test_keys_are_a_hash_of_the_seq_and_absent_without_keys(spark):
@@ -94,7 +94,7 @@ def test_a_leavers_unacked_tail_goes_first_to_the_new_owner_of_its_keys(spark):
         *[(s, 0) for s in (6, 7, 8, 9)],
     ]
     assert TK.key_out_of_order(delivered, 3, "s").count() == 0
-    assert TK.stuck_keys(_acked(spark, 10), delivered, 60_000_000, 1, 10_000, "s").count() == 0
+    assert TK.stuck_keys(_acked(spark, 10), delivered, 3, 1, 60_000_000, 10_000, "s").count() == 0
 
 
 def test_the_reorder_bug_gives_a_moved_keys_in_flight_entry_after_newer_ones(spark):
@@ -107,11 +107,29 @@ def test_the_reorder_bug_gives_a_moved_keys_in_flight_entry_after_newer_ones(spa
     assert _in_order(delivered, "keyshared-3") == [(5, 0), (6, 0), (7, 0), (8, 0), (1, 1)]
     late = TK.key_out_of_order(delivered, 3, "s").collect()
     assert [(r.seq, r.kind) for r in late] == [(1, "key_out_of_order")]
-    # read a minute after the acks: seq 1 came after seqs acked later
-    stuck = TK.stuck_keys(_acked(spark, 10), delivered, 60_000_000, 1, 10_000, "s").collect()
-    assert [(r.seq, r.kind) for r in stuck] == [(1, "stuck_key")]
-    # read within 10 s of the acks: not stuck
-    assert TK.stuck_keys(_acked(spark, 10), delivered, 0, 1, 10_000, "s").count() == 0
+    # late by microseconds, read a minute after the acks: its key was not stuck
+    assert TK.stuck_keys(_acked(spark, 10), delivered, 3, 1, 60_000_000, 10_000, "s").count() == 0
+
+
+def test_a_stuck_key_waits_while_the_subscription_receives_other_keys(spark):
+    """k1 (seq 1, 6, 7) makes no progress for 25 s after seq 1 while k0 and k2 flow: seq 6,
+    whose receipt ends the stall, is the one stuck_key; a backlog read without a pause, and a
+    wait of 9 s, are none. The reads start a minute after the acks."""
+    schema = (
+        "stream long, seq long, ledger_id long, entry_id long, consumer string, slot long, "
+        "redelivery_count int"
+    )
+
+    def stuck(slots: dict[int, int]) -> list[int]:
+        rows = [(0, s, 10, s, "c", slot, 0) for s, slot in slots.items()]
+        delivered = spark.createDataFrame(rows, schema)
+        found = TK.stuck_keys(_acked(spark, 8), delivered, 3, 1, 60_000_000, 10_000, "s")
+        return [r.seq for r in found.orderBy("seq").collect()]
+
+    backlog = {s: 2 * s for s in range(8)}
+    assert stuck(backlog) == []
+    assert stuck({**backlog, 6: 5_000_000, 7: 5_000_002}) == [6]  # 25 s at 5 µs a slot
+    assert stuck({**backlog, 6: 1_800_000, 7: 1_800_002}) == []  # 9 s
 
 
 def test_correct_churn_never_has_two_consumers_serving_a_key_at_once(spark):
@@ -133,7 +151,7 @@ def test_correct_churn_never_has_two_consumers_serving_a_key_at_once(spark):
     for held in by_key.values():
         assert all(a[1] < b[0] for a, b in zip(held, held[1:], strict=False))
     assert TK.key_out_of_order(delivered, 16, "s").count() == 0
-    assert TK.stuck_keys(_acked(spark, 300), delivered, 60_000_000, 1, 10_000, "s").count() == 0
+    assert TK.stuck_keys(_acked(spark, 300), delivered, 16, 1, 60_000_000, 10_000, "s").count() == 0
 
 
 def test_sticky_churn_is_a_replacement_of_the_leavers_range(spark):
