@@ -64,37 +64,52 @@ def key_out_of_order(delivered: DataFrame, keys: int, subscription: str) -> Data
 def stuck_keys(
     messages: DataFrame,
     delivered: DataFrame,
-    start_us: int,
+    keys: int,
     streams: int,
+    start_us: int,
     stuck_key_ms: int,
     subscription: str,
 ) -> DataFrame:
-    """Acked messages first received more than stuck_key_ms after their ack, when a message
-    of the same stream acked after them had been received already.
+    """Acked messages whose key made no progress for more than stuck_key_ms before their first
+    receipt — from the latest of their ack, the key's previous first receipt on the stream
+    and the subscription's first receipt on the stream — while the subscription received
+    other messages meanwhile.
 
     start_us: when the subscription's reading starts (its receive times are start_us +
-    (slot · streams + stream) · READ_STEP_US, as the trace writes them). The consumers read
-    after the producer finished, so every receipt is long after its ack: what counts is
-    receiving a message after one acked later — in the model, a message taken back from a
-    receiver queue (key_shared_bug reorder) or an ack recorded out of order."""
+    (slot · streams + stream) · READ_STEP_US, as the trace writes them). The whole read of a
+    stream lasts (2 · (2 · messages + REDELIVERY_LAG) + 4) · streams · READ_STEP_US at most
+    (20 ms for 1,000 messages): no key of the model waits 10 s unless the run is large and its
+    keys sparse (a key's consecutive messages that far apart in the backlog)."""
     acked = messages.filter(F.col("outcome") == "ack").select(
         "stream", "seq", F.col("done_us").alias("ack_us")
     )
     received_us = F.lit(start_us) + (F.col("slot") * streams + F.col("stream")) * READ_STEP_US
-    earlier = W.partitionBy("stream").orderBy("slot").rowsBetween(W.unboundedPreceding, -1)
-    walked = (
-        first_receipts(delivered)
-        .join(acked, ["stream", "seq"], how="inner")
-        .select(
-            "stream",
-            "seq",
-            "ack_us",
-            received_us.alias("received_us"),
-            F.max("ack_us").over(earlier).alias("latest_ack_before"),
-        )
+    firsts = first_receipts(delivered).select(
+        "stream",
+        "seq",
+        key_column(F.col("seq"), keys).alias("key"),
+        received_us.alias("received_us"),
     )
-    is_stuck = (F.col("received_us") - F.col("ack_us") > stuck_key_ms * 1000) & (
-        F.col("latest_ack_before") > F.col("ack_us")
+    before = (W.unboundedPreceding, -1)
+    in_stream = W.partitionBy("stream").orderBy("received_us", "seq")
+    in_key = W.partitionBy("stream", "key").orderBy("received_us", "seq")
+    whole_stream = W.partitionBy("stream").rowsBetween(W.unboundedPreceding, W.unboundedFollowing)
+    walked = firsts.join(acked, ["stream", "seq"], how="left").select(
+        "stream",
+        "seq",
+        "ack_us",
+        "received_us",
+        F.greatest(
+            "ack_us",
+            F.max("received_us").over(in_key.rowsBetween(*before)),
+            F.min("received_us").over(whole_stream),
+        ).alias("stalled_from"),
+        F.max("received_us").over(in_stream.rowsBetween(*before)).alias("other_receipt"),
+    )
+    is_stuck = (
+        F.col("ack_us").isNotNull()
+        & (F.col("received_us") - F.col("stalled_from") > stuck_key_ms * 1000)
+        & (F.col("other_receipt") > F.col("stalled_from"))
     )
     return _labelled(walked.filter(is_stuck), "stuck_key", subscription)
 
@@ -143,6 +158,6 @@ def type_labels(
     if consumer.mode == "failover":
         return out_of_order(delivered, sub).unionByName(failover_overlaps(delivered, consumer, sub))
     if consumer.mode == "key_shared":
-        stuck = stuck_keys(messages, delivered, start_us, s.streams, stuck_key_ms, sub)
+        stuck = stuck_keys(messages, delivered, s.keys, s.streams, start_us, stuck_key_ms, sub)
         return key_out_of_order(delivered, s.keys, sub).unionByName(stuck)
     return None
