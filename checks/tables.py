@@ -224,9 +224,13 @@ def schema_drift(stored: T.StructType, contract: T.StructType) -> list[str]:
 
 
 def check_schemas(tables: dict[str, DataFrame]) -> dict[str, bool]:
-    """Whether each bronze table as stored matches its contract: names in order and types.
+    """Whether each bronze table as read matches its contract: the same names (in any
+    order: a column added since is appended where an older table gains it) and types.
 
-    A table created by an older version (a column added, dropped or retyped since) fails.
+    tables: as `Lakehouse.read` gives them, with the nullable columns added to the contract
+    since the table was written already there (null in its older rows: what an older trace
+    would hold), so that such an additive change passes; a column dropped, retyped or
+    unknown fails.
     """
     outcomes = {}
     for name, df in tables.items():
@@ -234,8 +238,8 @@ def check_schemas(tables: dict[str, DataFrame]) -> dict[str, bool]:
 
         from checks.gx import validate
 
-        expectation = gxe.ExpectTableColumnsToMatchOrderedList(
-            column_list=TABLES[name].schema.fieldNames(), meta={"rule": "schema"}
+        expectation = gxe.ExpectTableColumnsToMatchSet(
+            column_set=TABLES[name].schema.fieldNames(), exact_match=True, meta={"rule": "schema"}
         )
         columns = pd.DataFrame(columns=df.columns)
         names_ok = validate(columns, f"{name}_schema", [expectation])[0].success

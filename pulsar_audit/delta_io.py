@@ -163,7 +163,7 @@ class Lakehouse:
         if table not in self._verified:
             check_contract(table, self.location(table), df.schema, self.spec(table))
             self._verified.add(table)
-        return df
+        return with_added_columns(df, self.spec(table).schema)
 
     def version(self, table: str) -> int:
         self.create(table)
@@ -390,6 +390,15 @@ def check_contract(table: str, location: str, found: StructType, spec: TableSpec
         f"(it has {sorted(have)}). Point --lakehouse (or the env's config) at a pulsar-audit "
         "lakehouse, or move that table away; nothing was written"
     )
+
+
+def with_added_columns(df: DataFrame, contract: StructType) -> DataFrame:
+    """A table of an older contract read as the current one: the nullable columns added since
+    (trace format v1.1's, say) are null until its next write adds them (schema auto-merge)."""
+    missing = [f for f in contract.fields if f.name not in df.columns and f.nullable]
+    if not missing:
+        return df
+    return df.withColumns({f.name: F.lit(None).cast(f.dataType) for f in missing})
 
 
 def match_predicate(match: Match) -> str:
