@@ -90,7 +90,8 @@ class Trace:
         # message → [sent, acked, has_nack, acked MessageIds, first send, first completion]
         self.produced: dict[tuple, list] = {}
         self.producers: dict[tuple, set[str]] = defaultdict(set)  # (run, topic) → clients
-        # (run, topic, partition, consumer) → [(order, producer, seq, subscription, MessageId)]
+        # (run, topic, partition, consumer) →
+        # [(order, producer, seq, subscription, MessageId, subscription_type)]
         self.receives: dict[tuple, list] = defaultdict(list)
         self.subscribed: set[tuple] = set()  # (run, topic, consumer, subscription)
         self.ended: dict[tuple, str | None] = {}  # (run, topic, consumer) → end's subscription
@@ -122,7 +123,14 @@ class Trace:
             subscription = rec.get("subscription") or client
             self.subscribed.add((run, topic, client, subscription))
             self.receives[(run, topic, partition, client)].append(
-                (order, rec.get("producer"), _int(rec["seq"]), subscription, message_id)
+                (
+                    order,
+                    rec.get("producer"),
+                    _int(rec["seq"]),
+                    subscription,
+                    message_id,
+                    rec.get("subscription_type"),
+                )
             )
         elif role == "consumer" and event == "subscribe":
             self.subscribed.add((run, topic, client, rec.get("subscription") or client))
@@ -179,7 +187,8 @@ def _subscriptions(trace: Trace) -> dict[tuple, dict[str, bool]]:
 
 
 def _deliveries(trace: Trace, rows: dict[tuple, dict[str, int]]) -> tuple[dict, dict, set]:
-    """Walk each consumer's receives in its own order; count out_of_order into `rows`.
+    """Walk each consumer's receives in its own order; count out_of_order (shared_reordered
+    on a Shared subscription) into `rows`.
 
     Returns per (message, subscription, MessageId) the deliveries, per message its delivered
     MessageIds, and the (message, subscription) pairs delivered.
@@ -192,7 +201,7 @@ def _deliveries(trace: Trace, rows: dict[tuple, dict[str, int]]) -> tuple[dict, 
         receives.sort(key=lambda r: r[0])
         previous: dict[str, int] = {}
         seen: dict[str, set[int]] = defaultdict(set)
-        for _order, producer, seq, sub, message_id in receives:
+        for _order, producer, seq, sub, message_id, kind in receives:
             producer = producer if producer is not None else sole.get((run, topic))
             if producer is None:
                 continue  # unattributed: not a delivery
@@ -201,8 +210,12 @@ def _deliveries(trace: Trace, rows: dict[tuple, dict[str, int]]) -> tuple[dict, 
             delivered_ids[message].add(message_id)
             delivered.add((message, sub))
             first_receipt = seq not in seen[producer]
-            if first_receipt and producer in previous and seq < previous[producer]:
+            went_back = first_receipt and producer in previous and seq < previous[producer]
+            # Shared and Key_Shared promise no order per partition (docs/subscription-types.md)
+            if went_back and kind not in ("Shared", "Key_Shared"):
                 rows[(run, topic, sub)]["out_of_order"] += 1
+            elif went_back and kind == "Shared":
+                rows[(run, topic, sub)]["shared_reordered"] += 1
             seen[producer].add(seq)
             previous[producer] = seq
     return pairs, delivered_ids, delivered

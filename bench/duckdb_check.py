@@ -41,6 +41,7 @@ COLUMNS = {
     "subscription": "VARCHAR",
     "producer": "VARCHAR",
     "redelivery_count": "INTEGER",
+    "subscription_type": "VARCHAR",
 }
 # Spark sorts nulls first in ascending order; every ORDER BY here follows it.
 ORDER = "ts_us, event_index NULLS FIRST, file"
@@ -55,7 +56,8 @@ SELECT run_id, topic, role, client, event, seq, event_index, filename AS file,
             ELSE epoch_us(CAST(upper(ts) AS TIMESTAMPTZ)) END AS ts_us,
        ledger_id, entry_id,
        CASE WHEN ledger_id IS NOT NULL THEN coalesce(batch_index, -1) END AS batch_index,
-       subscription, producer, coalesce(redelivery_count, 0) AS redelivery_count
+       subscription, producer, coalesce(redelivery_count, 0) AS redelivery_count,
+       subscription_type
 FROM read_json($files, format = 'newline_delimited', columns = $columns, filename = true)
 """
 # The columnar form (Parquet): the same columns, ts already a timestamp.
@@ -65,7 +67,8 @@ SELECT run_id, topic, role, client, event, seq, event_index, filename AS file,
        coalesce(partition, -1) AS partition, epoch_us(ts) AS ts_us,
        ledger_id, entry_id,
        CASE WHEN ledger_id IS NOT NULL THEN coalesce(batch_index, -1) END AS batch_index,
-       subscription, producer, coalesce(redelivery_count, 0) AS redelivery_count
+       subscription, producer, coalesce(redelivery_count, 0) AS redelivery_count,
+       subscription_type
 FROM read_parquet($files, filename = true, union_by_name = true)
 """
 
@@ -79,7 +82,8 @@ STEPS = [
     )
     SELECT r.run_id, r.topic, r.partition, coalesce(r.subscription, r.client) AS subscription,
            r.client AS consumer, coalesce(r.producer, s.sole_producer) AS producer, r.seq,
-           r.ts_us, r.event_index, r.file, r.ledger_id, r.entry_id, r.batch_index
+           r.ts_us, r.event_index, r.file, r.ledger_id, r.entry_id, r.batch_index,
+           r.subscription_type
     FROM ev r LEFT JOIN sole s ON r.run_id = s.run_id AND r.topic = s.topic
     WHERE r.role = 'consumer' AND r.event = 'receive'
       AND coalesce(r.producer, s.sole_producer) IS NOT NULL
@@ -176,24 +180,30 @@ COUNT_QUERIES = {
             HAVING count(*) > 1
         ) GROUP BY ALL
     """,
-    # detectors.detect_out_of_order: a first receipt with a lower seq than the previous
-    # delivery from that producer, in the consumer's own order (silver.build_delivery).
-    "out_of_order": f"""
+    # detect_walk.detect_consumer_walk: a first receipt with a lower seq than the previous
+    # delivery from that producer, in the consumer's own order (silver.build_delivery), on a
+    # subscription whose type promises that order (not Shared or Key_Shared); on a Shared
+    # one, the same walk is shared_reordered.
+    "out_of_order,shared_reordered": f"""
         WITH numbered AS (
             SELECT *, row_number() OVER (
                 PARTITION BY run_id, topic, partition, consumer ORDER BY {ORDER}) AS idx
             FROM delivery
         ), walked AS (
-            SELECT run_id, topic, subscription, seq, idx,
+            SELECT run_id, topic, subscription, subscription_type, seq, idx,
                    lag(seq) OVER (PARTITION BY run_id, topic, partition, consumer, producer
                                   ORDER BY idx) AS previous_seq,
                    min(idx) OVER (PARTITION BY run_id, topic, partition, consumer, producer, seq)
                        AS first_idx
             FROM numbered
         )
-        SELECT run_id, topic, subscription, count(*) AS out_of_order FROM walked
+        SELECT run_id, topic, subscription,
+               count(*) FILTER (WHERE coalesce(subscription_type, '') NOT IN
+                                ('Shared', 'Key_Shared')) AS out_of_order,
+               count(*) FILTER (WHERE subscription_type = 'Shared') AS shared_reordered
+        FROM walked
         WHERE seq < previous_seq AND idx = first_idx
-        GROUP BY ALL
+        GROUP BY run_id, topic, subscription
     """,
     # detectors.detect_unacked_received: delivered, never acked to the producer.
     "unacked_received": """
