@@ -2,11 +2,9 @@
 
 - key_out_of_order: on Key_Shared, a message first received by the subscription after the
   first receipt of a higher seq of the same producer, partition and dispatch key.
-- stuck_key: on Key_Shared, an acked message whose key made no progress for more than
-  `stuck_key_ms` before it was first received (counted from the latest of its ack, the key's
-  previous receipt and the subscription's first receipt on the partition), while the
-  subscription received other messages in that time (one per stall: the message whose
-  receipt ended it).
+- stuck_key: on Key_Shared, a consumer that got nothing for more than `stuck_key_ms` before
+  a delivery (counted from the latest of its previous receipt, that message's ack and the
+  subscription's first receipt on the partition) while other consumers kept receiving.
 - failover_overlap / key_overlap: two consumers served one partition (Failover) or one key
   (Key_Shared) at once: consumer B got deliveries between two consecutive deliveries to
   consumer A at most `ownership_gap_ms` apart.
@@ -19,6 +17,7 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from pipelines.common import (
+    MESSAGE_KEY,
     delivered_to,
     from_producer,
     plural,
@@ -41,45 +40,23 @@ def _key_shared(subscriptions: DataFrame) -> DataFrame:
     )
 
 
-def detect_key_order(
-    message_history: DataFrame, subscriptions: DataFrame, pipeline: PipelineConfig
-) -> DataFrame:
-    """gold.anomalies rows of key_out_of_order and stuck_key, from each message's first
-    receipt by each Key_Shared subscription (silver.message_history: no walk of deliveries)."""
+def detect_key_order(message_history: DataFrame, subscriptions: DataFrame) -> DataFrame:
+    """gold.anomalies rows of key_out_of_order, from each message's first receipt by each
+    Key_Shared subscription (silver.message_history: no walk of deliveries)."""
     received = delivered_to(message_history).join(
         _key_shared(subscriptions), ["run_id", "topic", "subscription"], how="left_semi"
     )
     key = F.coalesce("key", F.lit(""))  # Pulsar dispatches messages without a key together
-    before = (W.unboundedPreceding, -1)
-    key_order = W.partitionBy(*SUBSCRIPTION_PARTITION, "producer", key).orderBy("first_ts", "seq")
-    key_progress = W.partitionBy(*SUBSCRIPTION_PARTITION, key).orderBy("first_ts", "seq")
-    receipts = W.partitionBy(*SUBSCRIPTION_PARTITION).orderBy("first_ts", "producer", "seq")
-    walked = received.select(
-        "*",
-        F.max("seq").over(key_order.rowsBetween(*before)).alias("higher_seq"),
-        # the stall of a message's key began at the latest of: its ack, the key's previous
-        # receipt, the subscription's first receipt on the partition (reading had started)
-        F.greatest(
-            "ack_ts",
-            F.max("first_ts").over(key_progress.rowsBetween(*before)),
-            F.min("first_ts").over(receipts.rowsBetween(W.unboundedPreceding, W.currentRow)),
-        ).alias("stalled_from"),
-        F.max("first_ts").over(receipts.rowsBetween(*before)).alias("other_receipt"),
-    ).withColumn("waited_ms", to_millis(F.col("stalled_from"), F.col("first_ts")))
-    # the subscription received something else while this key waited: the key was stuck, not
-    # the whole subscription (an outage) nor a reader catching up on a backlog
-    stuck = (
-        F.col("acked")
-        & (F.col("waited_ms") > pipeline.stuck_key_ms)
-        & (F.col("other_receipt") > F.col("stalled_from"))
+    key_order = (
+        W.partitionBy(*SUBSCRIPTION_PARTITION, "producer", key)
+        .orderBy("first_ts", "seq")
+        .rowsBetween(W.unboundedPreceding, -1)
     )
-    kinds = F.array_compact(
-        F.array(
-            F.when(F.col("seq") < F.col("higher_seq"), F.lit("key_out_of_order")),
-            F.when(stuck, F.lit("stuck_key")),
-        )
+    found = (
+        received.select("*", F.max("seq").over(key_order).alias("higher_seq"))
+        .filter(F.col("seq") < F.col("higher_seq"))
+        .withColumn("kind", F.lit("key_out_of_order"))
     )
-    found = walked.select("*", F.explode(kinds).alias("kind"))
     blocks = seq_blocks(
         found,
         F.count("*").alias("count"),
@@ -87,30 +64,83 @@ def detect_key_order(
         F.max("first_ts").alias("last_ts"),
         F.array_sort(F.collect_set(key)).alias("keys"),
         F.max("higher_seq").alias("higher_seq"),
-        F.max("waited_ms").alias("waited_ms"),
     )
-    what = F.format_string(
-        "%s (%s) %s with key(s) %s",
+    explanation = F.format_string(
+        "%s (%s) %s with key(s) %s reached Key_Shared subscription %s after a higher seq of "
+        "the same key (up to %d) had already been received — per-key order broken",
         plural("count", "message", "messages"),
         seq_range(),
         from_producer(),
         _listed("keys"),
-    )
-    out_of_order = F.format_string(
-        "%s reached Key_Shared subscription %s after a higher seq of the same key (up to %d) "
-        "had already been received — per-key order broken",
-        what,
         F.col("subscription"),
         F.col("higher_seq"),
     )
-    stuck_text = F.format_string(
-        "%s waited up to %.0f ms, their key making no progress, before Key_Shared subscription "
-        "%s received them, while it kept receiving other messages — a stuck key",
-        what,
-        F.col("waited_ms"),
-        F.col("subscription"),
+    return to_anomalies(blocks.withColumn("explanation", explanation))
+
+
+def detect_stuck_keys(
+    message_history: DataFrame,
+    delivery: DataFrame,
+    subscriptions: DataFrame,
+    pipeline: PipelineConfig,
+) -> DataFrame:
+    """gold.anomalies rows of stuck_key: a Key_Shared consumer that got nothing for more than
+    `stuck_key_ms` (counted from the latest of its previous receipt on the partition, the ack
+    of the message that ended the gap, and the subscription's first receipt there) while
+    other consumers of the subscription kept receiving — one row per gap, the delivery that
+    ended it (a slow consumer is not idle; a whole subscription idle is an outage)."""
+    keyed = delivery.join(
+        _key_shared(subscriptions), ["run_id", "topic", "subscription"], how="left_semi"
     )
-    explanation = F.when(F.col("kind") == "key_out_of_order", out_of_order).otherwise(stuck_text)
+    consumer_order = W.partitionBy("run_id", "topic", "partition", "consumer").orderBy(
+        "delivery_index"
+    )
+    receipts = W.partitionBy(*SUBSCRIPTION_PARTITION).orderBy("ts", "consumer", "delivery_index")
+    walked = keyed.select(
+        *MESSAGE_KEY,
+        "subscription",
+        "consumer",
+        "ts",
+        "key",
+        F.lag("ts").over(consumer_order).alias("own_previous"),
+        F.lag("ts").over(receipts).alias("other_receipt"),
+        F.min("ts")
+        .over(receipts.rowsBetween(W.unboundedPreceding, W.currentRow))
+        .alias("reading_since"),
+    )
+    acked = message_history.filter(F.col("acked")).select(*MESSAGE_KEY, "ack_ts")
+    idle_from = F.greatest("ack_ts", "own_previous", "reading_since")
+    gaps = (
+        walked.join(acked, MESSAGE_KEY, how="inner")
+        .withColumn("idle_from", idle_from)
+        .withColumn("waited_ms", to_millis(F.col("idle_from"), F.col("ts")))
+        .filter(
+            (F.col("waited_ms") > pipeline.stuck_key_ms)
+            & (F.col("other_receipt") > F.col("idle_from"))
+        )
+        .withColumn("kind", F.lit("stuck_key"))
+    )
+    blocks = seq_blocks(
+        gaps,
+        F.count("*").alias("count"),
+        F.min("ts").alias("first_ts"),
+        F.max("ts").alias("last_ts"),
+        F.array_sort(F.collect_set(F.coalesce("key", F.lit("")))).alias("keys"),
+        F.array_sort(F.collect_set("consumer")).alias("consumers"),
+        F.max("waited_ms").alias("waited_ms"),
+    )
+    explanation = F.format_string(
+        "%s (%s) %s with key(s) %s reached consumer(s) %s of Key_Shared subscription %s only "
+        "after it had got nothing for up to %.0f ms since they were acked, while the "
+        "subscription's other consumers kept receiving — a stuck key",
+        plural("count", "message", "messages"),
+        seq_range(),
+        from_producer(),
+        _listed("keys"),
+        F.array_join("consumers", ", "),
+        F.col("subscription"),
+        F.col("waited_ms"),
+    )
     return to_anomalies(blocks.withColumn("explanation", explanation))
 
 
@@ -127,8 +157,8 @@ def detect_ownership_overlap(
     delivery: DataFrame, subscriptions: DataFrame, pipeline: PipelineConfig
 ) -> DataFrame:
     """gold.anomalies rows of failover_overlap (per partition of a Failover subscription)
-    and key_overlap (per key of a Key_Shared one): one row per (interleaved run of
-    deliveries to one consumer, producer)."""
+    and key_overlap (per key of a Key_Shared one): the deliveries of each run of deliveries
+    to one consumer that came between two of another consumer's, in seq blocks."""
     keyed = _key_shared(subscriptions).withColumn("per_key", F.lit(True))
     failover = F.broadcast(
         subscriptions.filter(F.col("subscription_type") == "Failover").select(
@@ -150,15 +180,8 @@ def detect_ownership_overlap(
     numbered = marked.withColumn(
         "run", F.sum("new_run").over(in_time.rowsBetween(W.unboundedPreceding, W.currentRow))
     )
-    per_producer = numbered.groupBy(*group, "run", "consumer", "producer").agg(
-        F.count("*").alias("count"),
-        F.min("seq").alias("seq_from"),
-        F.max("seq").alias("seq_to"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
-    )
-    runs = per_producer.groupBy(*group, "run", "consumer").agg(
-        F.min("first_ts").alias("run_first_ts"), F.max("last_ts").alias("run_last_ts")
+    runs = numbered.groupBy(*group, "run", "consumer").agg(
+        F.min("ts").alias("run_first_ts"), F.max("ts").alias("run_last_ts")
     )
     around = W.partitionBy(*group).orderBy("run")
     interleaved = runs.select(
@@ -172,28 +195,38 @@ def detect_ownership_overlap(
         (F.col("holder") == F.col("holder_again"))
         & (to_millis(F.col("holder_before"), F.col("holder_after")) <= pipeline.ownership_gap_ms)
     )
-    found = per_producer.join(interleaved, [*group, "run"], how="inner").withColumn(
+    flagged = numbered.join(F.broadcast(interleaved), [*group, "run"], how="inner")
+    found = flagged.withColumn(
         "kind", F.when(F.col("per_key"), "key_overlap").otherwise("failover_overlap")
     )
     gap = to_millis(F.col("holder_before"), F.col("holder_after"))
-    unit_text = F.when(F.col("per_key"), F.format_string("key %s", F.col("unit"))).otherwise(
-        F.lit("the partition")
+    blocks = seq_blocks(
+        found,
+        F.count("*").alias("count"),
+        F.min("ts").alias("first_ts"),
+        F.max("ts").alias("last_ts"),
+        F.array_sort(F.collect_set("consumer")).alias("consumers"),
+        F.array_sort(F.collect_set("holder")).alias("holders"),
+        F.array_sort(F.collect_set("unit")).alias("units"),
+        F.max(gap).alias("gap_ms"),
     )
+    held = F.when(
+        F.col("kind") == "key_overlap", F.format_string("key(s) %s", _listed("units"))
+    ).otherwise(F.lit("the partition"))
     explanation = F.format_string(
-        "%s (%s) %s went to consumer %s of %s subscription %s while consumer %s held %s: it "
-        "got them between two of %s's deliveries %.1f ms apart (at most %d ms: no reconnect "
-        "fits in between) — two consumers served %s at once",
+        "%s (%s) %s went to consumer(s) %s of %s subscription %s while consumer(s) %s held %s: "
+        "each came between two of the holder's deliveries at most %.1f ms apart (the limit "
+        "is %d ms: no reconnect fits in between) — two consumers served %s at once",
         plural("count", "delivery", "deliveries"),
         seq_range(),
         from_producer(),
-        F.col("consumer"),
-        F.when(F.col("per_key"), "Key_Shared").otherwise("Failover"),
+        F.array_join("consumers", ", "),
+        F.when(F.col("kind") == "key_overlap", "Key_Shared").otherwise("Failover"),
         F.col("subscription"),
-        F.col("holder"),
-        unit_text,
-        F.col("holder"),
-        gap,
+        F.array_join("holders", ", "),
+        held,
+        F.col("gap_ms"),
         F.lit(pipeline.ownership_gap_ms),
-        unit_text,
+        held,
     )
-    return to_anomalies(found.withColumn("explanation", explanation))
+    return to_anomalies(blocks.withColumn("explanation", explanation))

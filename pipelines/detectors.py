@@ -20,7 +20,7 @@ from pipelines.common import (
 )
 from pipelines.detect_duplicated import detect_duplicated
 from pipelines.detect_ids import detect_inconsistent_ids
-from pipelines.detect_keys import detect_key_order, detect_ownership_overlap
+from pipelines.detect_keys import detect_key_order, detect_ownership_overlap, detect_stuck_keys
 from pipelines.detect_order import detect_nonmonotonic_send, detect_poll_skip
 from pipelines.detect_walk import ORDERED_TYPES, detect_consumer_walk, with_subscription_type
 from pulsar_audit.config import PipelineConfig
@@ -167,6 +167,7 @@ def detect_anomalies(
         )
         .unionByName(detect_nonmonotonic_send(message_history))
         .unionByName(detect_inconsistent_ids(message_history))
-        .unionByName(detect_key_order(message_history, subscriptions, pipeline))
+        .unionByName(detect_key_order(message_history, subscriptions))
+        .unionByName(detect_stuck_keys(message_history, delivery, subscriptions, pipeline))
         .unionByName(detect_ownership_overlap(delivery, subscriptions, pipeline))
     )
