@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from pipelines.detect_duplicated import run_deduplication
+from pipelines.detect_keys import consumer_joins
 from pipelines.detect_outages import detect_outages
 from pipelines.detectors import detect_anomalies
 from pipelines.silver import (
@@ -78,6 +79,7 @@ def build_findings(
         silver.delivery,
         shared.subscriptions,
         shared.deduplication,
+        consumer_joins(bronze.consumer_events),
         pipeline,
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)

@@ -3,8 +3,9 @@
 - key_out_of_order: on Key_Shared, a message first received by the subscription after the
   first receipt of a higher seq of the same producer, partition and dispatch key.
 - stuck_key: on Key_Shared, a consumer that got nothing for more than `stuck_key_ms` before
-  a delivery (counted from the latest of its previous receipt, that message's ack and the
-  subscription's first receipt on the partition) while other consumers kept receiving.
+  a delivery (counted from the latest of its previous receipt or subscribe, that message's
+  ack and the subscription's first receipt on the partition) while other consumers kept
+  receiving.
 - failover_overlap / key_overlap: two consumers served one partition (Failover) or one key
   (Key_Shared) at once: consumer B got deliveries between two consecutive deliveries to
   consumer A at most `ownership_gap_ms` apart.
@@ -78,40 +79,57 @@ def detect_key_order(message_history: DataFrame, subscriptions: DataFrame) -> Da
     return to_anomalies(blocks.withColumn("explanation", explanation))
 
 
+def consumer_joins(consumer_events: DataFrame) -> DataFrame:
+    """(run_id, topic, subscription, consumer, ts) of every `subscribe` event: when a consumer
+    attached (or came back), from bronze.consumer_events."""
+    return consumer_events.filter(F.col("event") == "subscribe").select(
+        "run_id",
+        "topic",
+        F.coalesce("subscription", "client").alias("subscription"),
+        F.col("client").alias("consumer"),
+        "ts",
+    )
+
+
 def detect_stuck_keys(
     message_history: DataFrame,
     delivery: DataFrame,
     subscriptions: DataFrame,
+    joins: DataFrame,
     pipeline: PipelineConfig,
 ) -> DataFrame:
     """gold.anomalies rows of stuck_key: a Key_Shared consumer that got nothing for more than
-    `stuck_key_ms` (counted from the latest of its previous receipt on the partition, the ack
-    of the message that ended the gap, and the subscription's first receipt there) while
-    other consumers of the subscription kept receiving — one row per gap, the delivery that
-    ended it (a slow consumer is not idle; a whole subscription idle is an outage)."""
-    keyed = delivery.join(
-        _key_shared(subscriptions), ["run_id", "topic", "subscription"], how="left_semi"
-    )
-    consumer_order = W.partitionBy("run_id", "topic", "partition", "consumer").orderBy(
-        "delivery_index"
-    )
+    `stuck_key_ms` — counted from the latest of its previous receipt or `subscribe`, the ack
+    of the message that ended the gap, and the subscription's first receipt on the partition
+    — while other consumers of the subscription kept receiving there; one row per gap (the
+    delivery that ended it). A slow consumer is not idle; a whole subscription idle is an
+    outage. joins: from `consumer_joins`."""
+    key = ["run_id", "topic", "subscription"]
+    keyed = delivery.join(_key_shared(subscriptions), key, how="left_semi")
     receipts = W.partitionBy(*SUBSCRIPTION_PARTITION).orderBy("ts", "consumer", "delivery_index")
-    walked = keyed.select(
+    placed = keyed.select(
         *MESSAGE_KEY,
         "subscription",
         "consumer",
         "ts",
         "key",
-        F.lag("ts").over(consumer_order).alias("own_previous"),
+        "delivery_index",
         F.lag("ts").over(receipts).alias("other_receipt"),
         F.min("ts")
         .over(receipts.rowsBetween(W.unboundedPreceding, W.currentRow))
         .alias("reading_since"),
     )
+    attached = joins.join(_key_shared(subscriptions), key, how="left_semi")
+    # a consumer's own events, receipts on any partition and (re)subscribes, in time order
+    own = W.partitionBy(*key, "consumer").orderBy("ts", "delivery_index")
+    walked = placed.unionByName(attached, allowMissingColumns=True).select(
+        "*", F.lag("ts").over(own).alias("own_previous")
+    )
     acked = message_history.filter(F.col("acked")).select(*MESSAGE_KEY, "ack_ts")
     idle_from = F.greatest("ack_ts", "own_previous", "reading_since")
     gaps = (
-        walked.join(acked, MESSAGE_KEY, how="inner")
+        walked.filter(F.col("seq").isNotNull())
+        .join(acked, MESSAGE_KEY, how="inner")
         .withColumn("idle_from", idle_from)
         .withColumn("waited_ms", to_millis(F.col("idle_from"), F.col("ts")))
         .filter(

@@ -144,13 +144,15 @@ def detect_anomalies(
     delivery: DataFrame,
     subscriptions: DataFrame,
     deduplication: DataFrame,
+    joins: DataFrame,
     pipeline: PipelineConfig,
 ) -> DataFrame:
     """gold.anomalies: every detector's rows.
 
     subscriptions: from `pipelines.silver.subscriptions` (with each subscription's type:
     which order checks apply, docs/subscription-types.md); deduplication: from
-    `pipelines.detect_duplicated.run_deduplication`; pipeline: the thresholds.
+    `pipelines.detect_duplicated.run_deduplication`; joins: consumers' `subscribe` events
+    (`pipelines.detect_keys.consumer_joins`); pipeline: the thresholds.
     """
     kind = F.col("subscription_type")
     in_order = with_subscription_type(delivery, subscriptions).filter(
@@ -168,6 +170,6 @@ def detect_anomalies(
         .unionByName(detect_nonmonotonic_send(message_history))
         .unionByName(detect_inconsistent_ids(message_history))
         .unionByName(detect_key_order(message_history, subscriptions))
-        .unionByName(detect_stuck_keys(message_history, delivery, subscriptions, pipeline))
+        .unionByName(detect_stuck_keys(message_history, delivery, subscriptions, joins, pipeline))
         .unionByName(detect_ownership_overlap(delivery, subscriptions, pipeline))
     )

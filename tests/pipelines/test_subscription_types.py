@@ -22,9 +22,12 @@ def _sent(*seqs: int, keys: dict[int, str] | None = None, ack_ms: float = 0.5) -
     return [e for s in seqs for e in (send(s, s, **keyed(s)), ack(s, s + ack_ms, **keyed(s)))]
 
 
-def _got(sub: str, kind: str, consumer: str, *reads: tuple, keys: dict | None = None) -> list:
-    """`consumer` of `sub` (type `kind`) received (seq, ms[, redelivery_count]) and ended."""
-    events = [subscribe(0, consumer=consumer, subscription=sub, subscription_type=kind)]
+def _got(
+    sub: str, kind: str, consumer: str, *reads: tuple, keys: dict | None = None, joined: float = 0
+) -> list:
+    """`consumer` of `sub` (type `kind`) subscribed at `joined` ms, received (seq, ms[,
+    redelivery_count]) and ended."""
+    events = [subscribe(joined, consumer=consumer, subscription=sub, subscription_type=kind)]
     for seq, ms, *again in reads:
         extra = {"key": keys[seq]} if keys else {}
         if again:
@@ -101,7 +104,12 @@ def test_key_shared_per_key_order_stuck_keys_and_overlap(spark):
         *_got("s3", "Key_Shared", "c6", (2, 15_002), (4, 15_003), (6, 15_004), keys=keys),
     ]
     unkeyed = _got("s4", "Key_Shared", "c7", *[(s, 10 + s) for s in (1, 2, 3, 4, 5, 6)])
-    events = [*_sent(1, 2, 3, 4, 5, 6, keys=keys), *ordered, *overlap, *stuck, *unkeyed]
+    late = [  # s5: as s3, but c9 subscribed only 7 ms before its first receipt: not idle
+        *_got("s5", "Key_Shared", "c8", (1, 10), (3, 20), (5, 30), keys=keys),
+        *_got("s5", "Key_Shared", "c9", (2, 15_002), (4, 15_003), (6, 15_004), keys=keys,
+              joined=14_995),
+    ]  # fmt: skip
+    events = [*_sent(1, 2, 3, 4, 5, 6, keys=keys), *ordered, *overlap, *stuck, *unkeyed, *late]
     _, gold = build(spark, events)
     assert anomalies(gold, *NEW_KINDS, "out_of_order", "poll_skip") == [
         ("s1", -1, "p1", "key_out_of_order", 4, 4, 1),
@@ -109,7 +117,8 @@ def test_key_shared_per_key_order_stuck_keys_and_overlap(spark):
         ("s3", -1, "p1", "stuck_key", 2, 2, 1),
     ]
     rows = summary(gold)
-    assert [rows[s]["valid"] for s in ("s1", "s2", "s3", "s4")] == ["false"] * 3 + ["true"]
+    verdicts = [rows[s]["valid"] for s in ("s1", "s2", "s3", "s4", "s5")]
+    assert verdicts == ["false"] * 3 + ["true"] * 2
     assert rows["s1"]["reasons"] == ["key_out_of_order=1"]
     assert rows["s4"]["unchecked"] == [
         "no message keys in the trace: per-key order, key ownership and stuck keys not checked"
