@@ -16,40 +16,38 @@ AT = datetime(2025, 3, 4, 10, 15, 30)
 LINEAGE = ("f.jsonl", 1, "ingest-1", AT)
 
 
+def _frame(spark, schema, rows: list[dict]):
+    """Rows by column name (absent: null) in `schema`: the tests name only what they use."""
+    full = [tuple(r.get(f.name) for f in schema.fields) for r in rows]
+    return spark.createDataFrame(full, schema)
+
+
 def producer(spark, rows):
     """rows: (run_id, client, event, seq, ledger_id, event_index)"""
     full = [
-        (
-            r,
-            "t",
-            -1,
-            c,
-            e,
-            AT,
-            ei,
-            s,
-            lid,
-            None if lid is None else 0,
-            None,
-            None,
-            {},
-            "f",
-            n,
-            "i",
-            AT,
-        )
+        {
+            "run_id": r, "topic": "t", "partition": -1, "client": c, "event": e, "ts": AT,
+            "event_index": ei, "seq": s, "ledger_id": lid,
+            "entry_id": None if lid is None else 0, "extra": {}, "source_file": "f",
+            "line_number": n, "ingest_id": "i", "ingested_at": AT,
+        }
         for n, (r, c, e, s, lid, ei) in enumerate(rows)
-    ]
-    return spark.createDataFrame(full, PRODUCER_EVENTS)
+    ]  # fmt: skip
+    return _frame(spark, PRODUCER_EVENTS, full)
 
 
 def consumer(spark, rows):
     """rows: (run_id, client, event, producer, seq, event_index)"""
     full = [
-        (r, "t", -1, c, e, AT, ei, "sub", p, s, 1, 0, -1, 0, {}, "f", n, "i", AT)
+        {
+            "run_id": r, "topic": "t", "partition": -1, "client": c, "event": e, "ts": AT,
+            "event_index": ei, "subscription": "sub", "producer": p, "seq": s, "ledger_id": 1,
+            "entry_id": 0, "batch_index": -1, "redelivery_count": 0, "extra": {},
+            "source_file": "f", "line_number": n, "ingest_id": "i", "ingested_at": AT,
+        }
         for n, (r, c, e, p, s, ei) in enumerate(rows)
-    ]
-    return spark.createDataFrame(full, CONSUMER_EVENTS)
+    ]  # fmt: skip
+    return _frame(spark, CONSUMER_EVENTS, full)
 
 
 def runs(spark, rows=()):
