@@ -1,0 +1,116 @@
+"""Keep `chaos run --json` results of live-consumer runs (issue 26 item 4) in data/real-runs.
+
+    .venv/bin/python scripts/keyshared_runs.py RESULT.json [RESULT.json ...] --release 4.0.7
+
+Each RESULT.json is what `pulsar-audit chaos run ... --json` printed: the capture (its run
+folder under `out`) and what `analyze` reported for it. The run is packed and listed the way
+`scripts/real_runs.py finish` does it (same archive layout, same manifest fields), with the
+trace kept whole (a 5000-message run has more than `finish`'s 4000 lines per client) and,
+on top, the live-consumer setup (subscription type, consumers, keys, churn, nacks, rate) and
+the labels: what the scenario makes happen by design (`expected`) and what analyze found
+(`found`: every count of the subscription's row). No second analyze: the run's own is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from real_runs import _pack, manifest_row  # noqa: E402
+
+from pulsar_audit.paths import REPO_ROOT  # noqa: E402
+
+COUNTS = (
+    "sent", "acked", "nacked", "received", "lost", "unseen", "unacked_received", "duplicated",
+    "redelivered", "out_of_order", "poll_skip", "nonmonotonic_send", "nonmonotonic_poll",
+    "inconsistent_message_id", "shared_reordered", "failover_overlap", "key_out_of_order",
+    "key_overlap", "stuck_key",
+)  # fmt: skip
+KEY_KINDS = ("key_out_of_order", "key_overlap", "stuck_key")
+
+
+def expected(setup: dict, release: str) -> dict:
+    """What the scenario makes happen by design, and what the release promises."""
+    nack_every = setup.get("nack_every") or 0
+    return {
+        "nacked_by_consumers": setup["messages"] // nack_every if nack_every else 0,
+        "redelivered_at_least": setup["messages"] // nack_every if nack_every else 0,
+        "consumer_churn": setup.get("consumer_churn"),
+        # 4.0.0+ has PIP-379 (apache/pulsar#23352): a key stays ordered and on one consumer.
+        # Before it, #23307 / #21199 / #15705 are known: no expectation either way.
+        "key_violations": 0 if int(release.split(".")[0]) >= 4 else None,
+    }
+
+
+def keep(result_path: Path, release: str, out: Path) -> dict:
+    result = json.loads(result_path.read_text())
+    captured = result["capture"]
+    run_dir, run_id = Path(captured["out"]), captured["run_id"]
+    summary = {
+        key: [r for r in result[key] if r["run_id"] == run_id]
+        for key in ("runs", "outages", "anomalies")
+    }
+    _pack(run_dir, summary, out / f"{run_id}.tar.gz", keep=10**9)
+    row = manifest_row(run_dir, summary, release)
+    setup = next(
+        json.loads(line)
+        for path in run_dir.glob("*.jsonl")
+        for line in path.open()
+        if '"event":"config"' in line
+    )
+    sub = next((r for r in summary["runs"] if r.get("subscription_type") == "Key_Shared"), None)
+    sub = sub or (summary["runs"][-1] if summary["runs"] else {})
+    row.update(
+        subscription_type=setup.get("subscription_type"),
+        consumers=setup.get("consumers"),
+        keys=setup.get("keys"),
+        ordering_keys=setup.get("ordering_keys"),
+        nack_every=setup.get("nack_every"),
+        consumer_churn=setup.get("consumer_churn"),
+        rate=setup.get("rate"),
+        chaos=setup.get("chaos"),
+        churn=(captured.get("churn") or {}).get("steps"),
+        seed=None,  # a real run: no seed
+        series="issue-26-item-4",
+        expected=expected(setup, release),
+        found={
+            **{k: sub.get(k) for k in COUNTS},
+            "valid": sub.get("valid"),
+            "unchecked": sub.get("unchecked"),
+            "key_kinds": {k: sub.get(k) for k in KEY_KINDS},
+            "consumer_nacks": captured["consume"].get("nacked"),
+            "consumers_reached_end": captured["consume"].get("reached_end"),
+            "backlog_left": captured["consume"].get("backlog_left"),
+        },
+    )
+    row["readers"] = [{k: r.get(k) for k in ("subscription", "subscription_type", *COUNTS,
+                                             "valid")} for r in summary["runs"]]  # fmt: skip
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path)
+    parser.add_argument("--release", required=True, help="the Pulsar release the runs ran on")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "real-runs")
+    args = parser.parse_args()
+    manifest = args.out / "manifest.jsonl"
+    rows = {}
+    for line in manifest.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[row["run_id"]] = row
+    for path in args.results:
+        row = keep(path, args.release, args.out)
+        rows[row["run_id"]] = row
+        print(f"{row['run_id']}: kept ({row['found']['received']} received)")  # noqa: T201
+    manifest.write_text("".join(json.dumps(r, default=str) + "\n" for _, r in sorted(rows.items())))
+    print(f"manifest has {len(rows)} runs")  # noqa: T201
+
+
+if __name__ == "__main__":
+    main()
