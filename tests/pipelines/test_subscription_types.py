@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from pipeline_events import ack, anomalies, build, end, receive, send, subscribe, summary
 
-NEW_KINDS = (
-    "nonmonotonic_poll",
-    "inconsistent_message_id",
-    "shared_reordered",
-    "failover_overlap",
-    "key_out_of_order",
-    "key_overlap",
-    "stuck_key",
-)
+from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
+
+NEW_KINDS = SUBSCRIPTION_TYPE_KINDS
 
 
 def _sent(*seqs: int, keys: dict[int, str] | None = None, ack_ms: float = 0.5) -> list[dict]:
