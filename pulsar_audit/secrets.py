@@ -118,6 +118,9 @@ def redact_url(url: str) -> str:
         query = urlencode(
             [(k, MASK if _SENSITIVE_QUERY.search(k) else v) for k, v in pairs], safe="*"
         )
+    if (netloc, query) == (parts.netloc, parts.query):
+        # nothing masked: the URL as written (urlunsplit drops a slash of sqlite:////abs/path)
+        return url
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
+from pathlib import Path
 from typing import Any
 
 from jobs.context import EXIT_OK, Context
 from pulsar_audit.output import format_table
 
 SCORE_COLUMNS = ["namespace", "fault", "label", "risk", "baseline_risk", "explanation"]
+MLFLOW_UI = "ui --backend-store-uri"
+
+
+def mlflow_ui_line(tracking_uri: str) -> str:
+    """How to open MLflow's UI on the store (a local one; Databricks has its own UI)."""
+    if tracking_uri == "databricks":
+        return "MLflow: the runs and models are in the Databricks workspace's UI"
+    beside = Path(sys.executable).parent / "mlflow"  # the mlflow installed with pulsar-audit
+    mlflow = str(beside) if beside.exists() else shutil.which("mlflow") or "mlflow"
+    return f"MLflow UI on this store: {mlflow} {MLFLOW_UI} {tracking_uri}"
 
 
 def _faults(text: str | None):  # noqa: ANN202 - list[Fault]
@@ -38,6 +51,7 @@ def _train_text(result: dict[str, Any]) -> str:
         f"{result['tracking_uri']})",
         result["note"].rstrip(),
         f"champion: version {result['champion']}" if result["champion"] else "no champion",
+        mlflow_ui_line(result["tracking_uri"]),
     ]
     return "\n".join(lines)
 
@@ -88,7 +102,8 @@ def cmd_what_if(ctx: Context) -> int:
     }
     result = what_if(ctx.config, setting, _faults(ctx.args.faults))
     result["setting"] = {**setting, "config": ctx.args.config}
-    ctx.emit(result, _what_if_text)
+    uri = ctx.config.mlflow_tracking_uri
+    ctx.emit(result, lambda r: f"{_what_if_text(r)}\n{mlflow_ui_line(uri)}")
     return EXIT_OK
 
 
@@ -103,7 +118,14 @@ def _what_if_text(result: dict[str, Any]) -> str:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    risk = sub.add_parser("risk", help="which E/Qw/Qa settings are risky (models, MLflow)")
+    risk = sub.add_parser(
+        "risk",
+        help="which E/Qw/Qa settings are risky (models, MLflow)",
+        description="Train, score and ask what-if about E/Qw/Qa settings. Models, runs and "
+        f"metrics are in MLflow's store, conf key mlflow.tracking_uri; open its UI with "
+        f"`mlflow {MLFLOW_UI} sqlite:///<lakehouse>/mlflow/mlflow.db` (the local env's "
+        "store; `risk train` and `risk what-if` print the command with the real URI).",
+    )
     kinds = risk.add_subparsers(dest="kind", metavar="KIND", required=True)
     train = kinds.add_parser(
         "train",

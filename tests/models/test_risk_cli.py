@@ -23,7 +23,31 @@ def test_what_if_before_training_says_what_to_run(config, capsys) -> None:
     code = main(["risk", "what-if", "--config", "3-2-1", "--bookies", "5",
                  "--lakehouse", config.lakehouse])  # fmt: skip
     assert code == 2
-    assert "run `pulsar-audit risk train` first" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "run `pulsar-audit risk train` first" in err
+    # the store as MLflow takes it: sqlite:/// and the absolute path (four slashes)
+    assert config.mlflow_tracking_uri.startswith("sqlite:////")
+    assert f"in {config.mlflow_tracking_uri}: run" in err
+
+
+def test_risk_help_says_how_to_open_the_mlflow_ui(capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["risk", "--help"])
+    assert done.value.code == 0
+    words = " ".join(capsys.readouterr().out.split())  # argparse wraps the description
+    assert "mlflow.tracking_uri" in words
+    assert "`mlflow ui --backend-store-uri sqlite:///<lakehouse>/mlflow/mlflow.db`" in words
+
+
+def test_what_if_text_names_the_store_and_how_to_open_its_ui(config, capsys) -> None:
+    train_frame(runs(seeds=1), config, VERSIONS, LOCATION)
+    capsys.readouterr()
+    code = main(["risk", "what-if", "--config", "2-2-1", "--bookies", "3",
+                 "--faults", "kill-bookie", "--lakehouse", config.lakehouse])  # fmt: skip
+    assert code == 0
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith("MLflow UI on this store: ")
+    assert last.endswith(f"mlflow ui --backend-store-uri {config.mlflow_tracking_uri}")
 
 
 def test_what_if_scores_one_setting_with_the_champion(config, capsys) -> None:

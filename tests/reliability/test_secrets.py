@@ -195,6 +195,10 @@ def test_urls_with_credentials_are_redacted_when_printed():
         "http://admin:***@broker:8080/admin/v2?token=***&x=1"
     )
     assert redact_url("pulsar+ssl://broker:6651") == "pulsar+ssl://broker:6651"
+    # an absolute SQLite path keeps its four slashes (MLflow's store is printed in errors)
+    assert redact("in sqlite:////tmp/lh/mlflow/mlflow.db: run") == (
+        "in sqlite:////tmp/lh/mlflow/mlflow.db: run"
+    )
     text = "POST https://u:p4ss@hook.invalid/x failed: url: /x?api_key=K3Y&n=1 (timeout)"
     assert redact(text) == (
         "POST https://u:***@hook.invalid/x failed: url: /x?api_key=***&n=1 (timeout)"
