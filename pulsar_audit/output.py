@@ -36,6 +36,8 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
 def _cell(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):  # as --json prints it (`valid`: true / false / unknown)
+        return "true" if value else "false"
     if isinstance(value, datetime):
         return value.isoformat(timespec="milliseconds")
     if isinstance(value, float):

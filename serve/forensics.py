@@ -6,6 +6,7 @@ has a handful of events, whatever the size of the run.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from serve.explain import infra_near
 MESSAGE_KEY = ["run_id", "topic", "partition", "producer", "seq"]
 MAX_INFRA = 50
 MAX_CANDIDATES = 10
+MAX_NEAR_RUNS = 5
 # The version a VERSION --as-of counts in: the table that holds the findings.
 AS_OF_TABLE = "anomalies"
 # A recomputation writes these before the findings: the end of a VERSION's snapshot.
@@ -109,6 +111,7 @@ def find_message(
     if len(found) == 1:
         return found[0].asDict(recursive=True)
     if not found:
+        check_run_exists(snapshot, run_id)
         raise InputError(
             f"no message with seq {seq} in run {run_id!r}"
             + (f" from producer {producer!r}" if producer else "")
@@ -119,6 +122,22 @@ def find_message(
     raise InputError(
         f"{len(found)} messages have seq {seq} in run {run_id!r}; name one with {choices}"
     )
+
+
+def check_run_exists(snapshot: Snapshot, run_id: str) -> None:
+    """Fail naming the runs of gold.run_summary whose ids are near `run_id` when it is none."""
+    summary = snapshot.read("run_summary")
+    runs = [r["run_id"] for r in summary.select("run_id").distinct().collect()]  # one per run
+    if run_id in runs:
+        return
+    near = difflib.get_close_matches(run_id, runs, n=MAX_NEAR_RUNS)
+    if near:
+        hint = f"near names: {', '.join(near)}"
+    elif runs:
+        hint = f"none is near; `pulsar-audit summary` lists its {len(runs)} run(s)"
+    else:
+        hint = "it has no runs yet: `pulsar-audit analyze PATH` ingests and judges some"
+    raise InputError(f"run {run_id!r} does not exist in this lakehouse ({hint})")
 
 
 def _is_message(message: dict[str, Any], producer_column: str = "producer"):  # noqa: ANN202

@@ -15,6 +15,14 @@ LOG_SOURCES = ["broker", "bookie", "client"]
 EXAMPLE_WIDTH = 100
 
 
+def no_sink_note(env: str) -> str:
+    """What an empty alerts.sinks means, and where to set one."""
+    return (
+        f"no alert sink is configured (alerts.sinks in conf/{env}.yaml is empty): `analyze` "
+        "raises no alerts and `alerts send` delivers none; add a pulsar, webhook or file sink"
+    )
+
+
 def _sink_states(alert: dict[str, Any]) -> str:
     return ", ".join(f"{d['sink']}={d['state']}" for d in alert["deliveries"]) or "-"
 
@@ -43,8 +51,14 @@ def cmd_alerts_send(ctx: Context) -> int:
 def cmd_alerts_list(ctx: Context) -> int:
     from serve.alert_job import alert_rows
 
-    rows = alert_rows(ctx.lakehouse, ctx.args.run, ctx.args.pending, ctx.config)
-    ctx.emit({"alerts": rows}, render_alerts)
+    config = ctx.config
+    rows = alert_rows(ctx.lakehouse, ctx.args.run, ctx.args.pending, config)
+
+    def text(result: dict[str, Any]) -> str:
+        listed = render_alerts(result) if result["alerts"] else "no alerts in gold.alerts"
+        return listed if config.alerts.sinks else f"{listed}\n{no_sink_note(config.env)}"
+
+    ctx.emit({"alerts": rows}, text)
     return EXIT_OK
 
 
