@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pipelines.detect_duplicated import run_deduplication
 from pipelines.detect_keys import consumer_joins
 from pipelines.detect_outages import detect_outages
-from pipelines.detectors import detect_anomalies
+from pipelines.detectors import EVERY_CHECK, detect_anomalies
 from pipelines.silver import (
     count_unattributed,
     resolve_receives,
@@ -71,9 +71,15 @@ def shared_frames(bronze: Bronze) -> Shared:
 
 
 def build_findings(
-    bronze: Bronze, shared: Shared, silver: Silver, pipeline: PipelineConfig
+    bronze: Bronze,
+    shared: Shared,
+    silver: Silver,
+    pipeline: PipelineConfig,
+    checks: frozenset[str] = EVERY_CHECK,
 ) -> tuple[DataFrame, DataFrame]:
-    """gold.anomalies and gold.outages (detectors leave `causes` empty for correlation)."""
+    """gold.anomalies and gold.outages (detectors leave `causes` empty for correlation).
+
+    checks: the typed checks to build (`pipelines.detectors.typed_checks`)."""
     anomalies = detect_anomalies(
         silver.message_history,
         silver.delivery,
@@ -81,6 +87,7 @@ def build_findings(
         shared.deduplication,
         consumer_joins(bronze.consumer_events),
         pipeline,
+        checks,
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)
 

@@ -79,11 +79,12 @@ def _kinds() -> Column:
     )
 
 
-def detect_consumer_walk(delivery: DataFrame, subscriptions: DataFrame) -> DataFrame:
+def detect_consumer_walk(typed: DataFrame) -> DataFrame:
     """gold.anomalies rows of out_of_order, shared_reordered and nonmonotonic_poll.
 
-    subscriptions: (run_id, topic, subscription, subscription_type), from `pipelines.silver`."""
-    typed = with_subscription_type(delivery, subscriptions).filter(
+    typed: silver.delivery with each subscription's `subscription_type`
+    (`with_subscription_type`)."""
+    typed = typed.filter(
         F.col("subscription_type").isNull() | (F.col("subscription_type") != "Key_Shared")
     )
     found = _walked(typed).select("*", F.explode(_kinds()).alias("kind"))

@@ -5,6 +5,8 @@ Detectors leave `causes` empty; root-cause correlation fills them in later.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -26,6 +28,22 @@ from pipelines.detect_walk import ORDERED_TYPES, detect_consumer_walk, with_subs
 from pulsar_audit.config import PipelineConfig
 
 SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
+# What the typed detectors need to find something (`typed_checks`): a subscription that names
+# a type, a keyed Key_Shared one, a Failover one.
+TYPED, KEY_SHARED, FAILOVER = "typed", "key_shared", "failover"
+EVERY_CHECK = frozenset({TYPED, KEY_SHARED, FAILOVER})
+
+
+def typed_checks(subscriptions: DataFrame) -> frozenset[str]:
+    """Which typed checks `subscriptions` (one row per subscription) calls for: a small
+    aggregate, collected, so that a trace without types builds none of their plans."""
+    kind = F.col("subscription_type")
+    row = subscriptions.agg(
+        F.bool_or(kind.isNotNull()).alias(TYPED),
+        F.bool_or((kind == "Key_Shared") & F.col("keyed")).alias(KEY_SHARED),
+        F.bool_or(kind == "Failover").alias(FAILOVER),
+    ).first()
+    return frozenset(name for name in EVERY_CHECK if row is not None and row[name])
 
 
 def detect_lost_or_unseen(message_history: DataFrame, subscriptions: DataFrame) -> DataFrame:
@@ -146,30 +164,35 @@ def detect_anomalies(
     deduplication: DataFrame,
     joins: DataFrame,
     pipeline: PipelineConfig,
+    checks: frozenset[str] = EVERY_CHECK,
 ) -> DataFrame:
     """gold.anomalies: every detector's rows.
 
     subscriptions: from `pipelines.silver.subscriptions` (with each subscription's type:
     which order checks apply, docs/subscription-types.md); deduplication: from
     `pipelines.detect_duplicated.run_deduplication`; joins: consumers' `subscribe` events
-    (`pipelines.detect_keys.consumer_joins`); pipeline: the thresholds.
+    (`pipelines.detect_keys.consumer_joins`); pipeline: the thresholds; checks: the typed
+    checks to build (`typed_checks`; a detector left out would have found nothing).
     """
+    if TYPED in checks:
+        typed = with_subscription_type(delivery, subscriptions)
+    else:
+        typed = delivery.withColumn("subscription_type", F.lit(None).cast("string"))
     kind = F.col("subscription_type")
-    in_order = with_subscription_type(delivery, subscriptions).filter(
-        kind.isNull() | kind.isin(*ORDERED_TYPES)
-    )
-    return (
-        detect_lost_or_unseen(message_history, subscriptions)
-        .unionByName(detect_duplicated(message_history, deduplication))
-        .unionByName(detect_redelivered(delivery))
-        .unionByName(detect_consumer_walk(delivery, subscriptions))
-        .unionByName(detect_unacked_received(message_history))
-        .unionByName(
-            detect_poll_skip(message_history, in_order.drop("subscription_type"), subscriptions)
-        )
-        .unionByName(detect_nonmonotonic_send(message_history))
-        .unionByName(detect_inconsistent_ids(message_history))
-        .unionByName(detect_key_order(message_history, subscriptions))
-        .unionByName(detect_stuck_keys(message_history, delivery, subscriptions, joins, pipeline))
-        .unionByName(detect_ownership_overlap(delivery, subscriptions, pipeline))
-    )
+    in_order = typed.filter(kind.isNull() | kind.isin(*ORDERED_TYPES))
+    found = [
+        detect_lost_or_unseen(message_history, subscriptions),
+        detect_duplicated(message_history, deduplication),
+        detect_redelivered(delivery),
+        detect_consumer_walk(typed),
+        detect_unacked_received(message_history),
+        detect_poll_skip(message_history, in_order.drop("subscription_type"), subscriptions),
+        detect_nonmonotonic_send(message_history),
+        detect_inconsistent_ids(message_history),
+    ]
+    if KEY_SHARED in checks:
+        found.append(detect_key_order(message_history, subscriptions))
+        found.append(detect_stuck_keys(message_history, delivery, subscriptions, joins, pipeline))
+    if KEY_SHARED in checks or FAILOVER in checks:
+        found.append(detect_ownership_overlap(delivery, subscriptions, pipeline))
+    return reduce(DataFrame.unionByName, found)

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.build import Bronze, Shared, Silver, build_findings, build_summary, shared_frames
+from pipelines.detectors import typed_checks
 from pipelines.silver import build_delivery, build_message_history
 from pulsar_audit.config import Config, PipelineConfig
 from pulsar_audit.delta_io import Lakehouse
@@ -135,7 +136,10 @@ def _compute(
         history = keep("message_history", build_message_history(events.producer_events, delivery))
         silver = Silver(history, delivery)
         say("gold: anomalies and outages")
-        found_anomalies, found_outages = build_findings(events, shared, silver, config.pipeline)
+        checks = typed_checks(shared.subscriptions)
+        found_anomalies, found_outages = build_findings(
+            events, shared, silver, config.pipeline, checks
+        )
         anomalies = keep("anomalies", found_anomalies)
         outages = keep("outages", found_outages)
         say("gold: run summary")

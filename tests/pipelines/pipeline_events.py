@@ -15,6 +15,7 @@ from pipelines.build import (
     build_summary,
     shared_frames,
 )
+from pipelines.detectors import typed_checks
 from pipelines.silver import build_delivery, build_message_history
 from pulsar_audit.config import PipelineConfig
 from pulsar_audit.schemas import CHECK_RESULTS, CONSUMER_EVENTS, PRODUCER_EVENTS, RUN_EVENTS
@@ -145,8 +146,9 @@ def build(spark: SparkSession, events: list[dict], checks: list[dict] = ()) -> t
     delivery = build_delivery(shared.receives).localCheckpoint()
     history = build_message_history(data.producer_events, delivery).localCheckpoint()
     silver = Silver(history, delivery)
+    checks = typed_checks(shared.subscriptions)  # as the job does: only the typed checks due
     anomalies, outages = (
-        df.localCheckpoint() for df in build_findings(data, shared, silver, PIPELINE)
+        df.localCheckpoint() for df in build_findings(data, shared, silver, PIPELINE, checks)
     )
     gold = Gold(anomalies, outages, build_summary(data, shared, silver, anomalies, outages))
     return silver, gold

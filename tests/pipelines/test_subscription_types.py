@@ -3,8 +3,10 @@ literal traces, one subscription per case so that one build checks several."""
 
 from __future__ import annotations
 
-from pipeline_events import ack, anomalies, build, end, receive, send, subscribe, summary
+from pipeline_events import ack, anomalies, bronze, build, end, receive, send, subscribe, summary
 
+from pipelines.build import shared_frames
+from pipelines.detectors import FAILOVER, KEY_SHARED, TYPED, typed_checks
 from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
 
 NEW_KINDS = SUBSCRIPTION_TYPE_KINDS
@@ -44,6 +46,22 @@ def test_no_events_and_an_untyped_trace_are_judged_as_before(spark):
         "subscription type not in the trace: order judged per partition, as for Exclusive and "
         "Failover; key order and ownership not checked"
     ]
+
+
+def test_typed_checks_are_built_only_for_the_types_a_trace_names(spark):
+    """Which typed detectors the job builds: none for an empty or untyped trace; Key_Shared's
+    only when a Key_Shared subscription's receives carry keys; the overlap check for Failover."""
+
+    def checks(*events: dict) -> frozenset[str]:
+        return typed_checks(shared_frames(bronze(spark, list(events))).subscriptions)
+
+    assert checks() == frozenset()
+    assert checks(*_sent(1), receive(1, 10), end(20)) == frozenset()
+    assert checks(*_sent(1), *_got("s1", "Shared", "c1", (1, 10))) == {TYPED}
+    assert checks(*_sent(1), *_got("s1", "Key_Shared", "c1", (1, 10))) == {TYPED}
+    keyed = _got("s1", "Key_Shared", "c1", (1, 10), keys={1: "k"})
+    assert checks(*_sent(1, keys={1: "k"}), *keyed) == {TYPED, KEY_SHARED}
+    assert checks(*_sent(1), *_got("s1", "Failover", "c1", (1, 10))) == {TYPED, FAILOVER}
 
 
 def test_a_shared_subscription_reordering_across_consumers_is_valid(spark):
