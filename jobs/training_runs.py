@@ -60,16 +60,27 @@ SWEEP_COMMON = {
 
 def prepare_training_runs(ctx: Context) -> dict[str, Any]:
     """Analyze the real runs into the lakehouse when there are new ones; simulate and analyze
-    the default sweep when the lakehouse has no simulated run. Returns what was done."""
-    from models.train import count_runs
+    the default sweep when the lakehouse has no simulated run. Returns what was done.
+
+    Too few simulated runs to train on is refused first, before any real run is unpacked
+    or analyzed (minutes of work that would end in the same refusal).
+    """
+    from models.train import GET_TRAINING_RUNS, MIN_TRAINING_RUNS, count_runs
 
     done: dict[str, Any] = {"real": None, "simulated": None, "note": ""}
     real = Path(ctx.args.real_runs) if ctx.args.real_runs else REAL_RUNS
     if ctx.args.real_runs and not real.exists():
         raise InputError(f"--real-runs {real}: no such file or directory")
+    simulated = _simulated_runs(ctx)
+    if 0 < simulated < MIN_TRAINING_RUNS:
+        raise InputError(
+            f"{simulated} simulated run(s) to train on; need at least {MIN_TRAINING_RUNS}: "
+            f"simulate and analyze more first ({GET_TRAINING_RUNS}), or train on a lakehouse "
+            "without simulated runs, where `risk train` simulates a default sweep itself"
+        )
     if real.exists():
         done["real"] = _analyze_real_runs(ctx, real)
-    if count_runs(ctx.lakehouse) == 0 or not _has_simulated(ctx):
+    if count_runs(ctx.lakehouse) == 0 or not simulated:
         done["simulated"] = _default_sweep(ctx)
         done["note"] = (
             f"no simulated runs in the lakehouse: simulated and analyzed the default sweep "
@@ -78,11 +89,13 @@ def prepare_training_runs(ctx: Context) -> dict[str, Any]:
     return done
 
 
-def _has_simulated(ctx: Context) -> bool:
+def _simulated_runs(ctx: Context) -> int:
+    """Simulated runs ingested into the lakehouse (bronze.run_events: a few rows per run)."""
     from pyspark.sql import functions as F
 
     events = ctx.lakehouse.read("run_events")
-    return events.filter(F.col("extra")["simulated"] == "true").limit(1).count() > 0
+    simulated = events.filter(F.col("extra")["simulated"] == "true")
+    return simulated.select("run_id").distinct().count()
 
 
 def _default_sweep(ctx: Context) -> dict[str, Any]:

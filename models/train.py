@@ -38,6 +38,10 @@ FEATURE_INPUTS = (
     "infra_events",
 )
 MIN_TRAINING_RUNS = 4
+GET_TRAINING_RUNS = (
+    "`pulsar-audit simulate sweep --grid examples/risk-training-grid.yaml --out DIR`, "
+    "then `pulsar-audit analyze DIR`"
+)
 NO_REAL_RUNS = "no real runs available"
 
 
@@ -130,7 +134,8 @@ def train_frame(
     if len(training) < MIN_TRAINING_RUNS:
         raise InputError(
             f"{len(training)} simulated runs to train on; need at least {MIN_TRAINING_RUNS} "
-            f"(gold.run_features has {len(frame)} runs): simulate and analyze more runs"
+            f"(gold.run_features has {len(frame)} runs): simulate and analyze more runs "
+            f"({GET_TRAINING_RUNS})"
         )
     candidate = model_factory().fit(training)
     baseline = RulesBaseline().fit(training)

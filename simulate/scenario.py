@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pulsar_audit.errors import UsageError
 from simulate.key_shared import KeyShared, check, flat_options
 
+DEFAULT_BOOKIES = 3
 SCENARIOS = (
     "control",
     "unload",
@@ -154,6 +155,19 @@ def parse_scenario(text: str) -> tuple[str, int]:
     return name, 1
 
 
+def bookies_killed(s: Scenario) -> int:
+    """How many bookies the scenario kills (0 for the faults that kill none)."""
+    killed = {"kill-bookie": 1, "kill-bookies": s.kill_count, "kill-qw-bookies": s.write_quorum}
+    return killed.get(s.name, 0)
+
+
+def with_needed_bookies(s: Scenario) -> Scenario:
+    """The scenario on the fewest bookies it runs on, at least DEFAULT_BOOKIES: an ensemble of
+    E, plus the killed bookies when they stay down (a new ensemble must be possible)."""
+    staying_down = 0 if s.bookie_restart_us else bookies_killed(s)
+    return replace(s, bookies=max(DEFAULT_BOOKIES, s.ensemble + staying_down))
+
+
 def validate(s: Scenario) -> Scenario:
     """Refuse a scenario the model cannot run faithfully, naming the limit."""
     if s.name not in SCENARIOS:
@@ -162,8 +176,7 @@ def validate(s: Scenario) -> Scenario:
         raise UsageError("expected E >= Qw >= Qa >= 1")
     if s.bookies < s.ensemble:
         raise UsageError(f"{s.bookies} bookies cannot hold an ensemble of E={s.ensemble}")
-    killed = {"kill-bookie": 1, "kill-bookies": s.kill_count, "kill-qw-bookies": s.write_quorum}
-    lost = killed.get(s.name, 0)
+    lost = bookies_killed(s)
     if lost > s.ensemble:
         raise UsageError(f"{s.name}: cannot kill {lost} bookies of an ensemble of {s.ensemble}")
     if s.session_expired not in SESSION_EXPIRED_POLICIES:
@@ -221,7 +234,7 @@ def scenario_from(values: dict[str, Any]) -> Scenario:
         ensemble=e,
         write_quorum=qw,
         ack_quorum=qa,
-        bookies=int(v.get("bookies", 3)),
+        bookies=int(v.get("bookies", DEFAULT_BOOKIES)),
         brokers=int(v.get("brokers", 3)),
         messages=int(v.get("messages", 2000)),
         partitions=int(v.get("partitions", 0)),

@@ -8,7 +8,7 @@ from typing import Any
 from jobs.context import EXIT_OK, Context
 from pulsar_audit.kinds import RUN_COUNTS
 from pulsar_audit.output import format_table
-from simulate.scenario import scenario_from
+from simulate.scenario import scenario_from, with_needed_bookies
 
 # the text table: every count of truth.json, as `analyze` prints them
 SUMMARY_FIELDS = ("subscription", *RUN_COUNTS, "valid")
@@ -24,7 +24,12 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", default="2-2-1", metavar="E-Qw-Qa", help="ledger E-Qw-Qa (default 2-2-1)"
     )
-    p.add_argument("--bookies", type=int, default=3, help="bookies in the cluster (default 3)")
+    p.add_argument(
+        "--bookies",
+        type=int,
+        help="bookies in the cluster (default: 3, or the fewest the scenario runs on: E plus "
+        "the bookies it kills, e.g. 4 for kill-qw-bookies on 2-2-1)",
+    )
     p.add_argument("--brokers", type=int, default=3, help="brokers in the cluster (default 3)")
     p.add_argument(
         "--messages", type=int, default=2000, help="messages per producer (default 2000)"
@@ -184,6 +189,8 @@ def cmd_run(ctx: Context) -> int:
     scenario = scenario_from(
         {k: args.get(k) for k in args if k not in ("handler", "out", "no_gzip", "columnar")}
     )
+    if ctx.args.bookies is None:
+        scenario = with_needed_bookies(scenario)
     pipeline = ctx.config.pipeline
     truth = simulate_run(
         ctx.spark,

@@ -3,6 +3,9 @@ docs/json-output.schema.json; MLflow's real store under tmp_path."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from json_schema_check import cli_json as run_json
 from json_schema_check import validate
@@ -48,6 +51,26 @@ def test_what_if_text_names_the_store_and_how_to_open_its_ui(config, capsys) -> 
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
     assert last.startswith("MLflow UI on this store: ")
     assert last.endswith(f"mlflow ui --backend-store-uri {config.mlflow_tracking_uri}")
+
+
+def test_train_with_too_few_simulated_runs_stops_before_the_real_runs(
+    spark, config, tmp_path: Path, capsys
+) -> None:
+    lakehouse = ["--lakehouse", config.lakehouse]
+    simulated = tmp_path / "simulated"
+    argv = ["simulate", "run", "--scenario", "control", "--messages", "100", "--out"]
+    assert main([*argv, str(simulated), *lakehouse]) == 0
+    assert main(["analyze", str(simulated), *lakehouse]) == 0
+    real = tmp_path / "real-runs"  # the data set's layout; its archive is never opened
+    real.mkdir()
+    (real / "manifest.jsonl").write_text(json.dumps({"archive": "run-1.tar.gz"}) + "\n")
+    capsys.readouterr()
+
+    assert main(["risk", "train", "--real-runs", str(real), *lakehouse]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "1 simulated run(s) to train on; need at least 4" in err
+    assert "`pulsar-audit simulate sweep --grid examples/risk-training-grid.yaml --out DIR`" in err
+    assert not (Path(config.lakehouse) / "inputs" / "real-runs").exists()
 
 
 def test_what_if_scores_one_setting_with_the_champion(config, capsys) -> None:

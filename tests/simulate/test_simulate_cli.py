@@ -26,6 +26,15 @@ def test_simulate_run_json_follows_the_schema(spark, capsys, tmp_path: Path):
     assert result["runs"] == [{**run, "valid": run["valid"] == "true"} for run in truth["runs"]]
 
 
+def test_simulate_run_picks_the_bookies_its_scenario_needs(spark, capsys, tmp_path: Path):
+    # kill-qw-bookies on 2-2-1 kills 2 bookies for good: 3 would leave no new ensemble
+    out = tmp_path / "run"
+    argv = ["simulate", "run", "--scenario", "kill-qw-bookies", "--messages", "100"]
+    result = _json(capsys, *argv, "--out", str(out), "--lakehouse", str(tmp_path / "lakehouse"))
+    assert result["run_id"] == "sim-kill-qw-bookies-1" and result["config"] == "2-2-1"
+    assert json.loads((out / "truth.json").read_text())["scenario"]["bookies"] == 4
+
+
 def test_simulate_run_rows_are_the_run_counts():
     """The documented simulated run row and the run summary's counts never drift apart."""
     row = SCHEMA["$defs"]["simulate_truth_run"]["properties"]
