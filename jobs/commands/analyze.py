@@ -87,6 +87,8 @@ def cmd_analyze(ctx: Context) -> int:
 def cmd_pipeline(ctx: Context) -> int:
     from jobs.analyze import refresh_gold
 
+    # a lakehouse that has only been ingested into has no silver and gold tables yet
+    ctx.lakehouse.create_all()
     # one job at a time writes what analyze writes (analyze holds the lock throughout)
     with ctx.lakehouse.exclusive("ingest"):
         runs = refresh_gold(ctx.lakehouse, ctx.config, requested_runs(ctx.args), ctx.progress())
