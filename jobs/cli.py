@@ -19,6 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pulsar-audit",
         description="Trace-replay anomaly detector for Apache Pulsar (PySpark on Delta Lake).",
+        epilog=(
+            "What each anomaly kind means, how it is counted and whether it breaks the "
+            "verdict: docs/anomalies.md."
+        ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = context.common_options()
