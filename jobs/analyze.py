@@ -27,8 +27,9 @@ from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import TABLES
 from pulsar_audit.spark import local_input_bytes, side_by_side
-from pulsar_audit.storage import precheck_local
+from pulsar_audit.storage import FileStore, precheck_local
 from serve.alert_job import raise_and_send
+from serve.quarantine import quarantined_in
 from serve.recognition import recognized_by_source
 from serve.summary import summary_report
 
@@ -117,7 +118,9 @@ def analyze(
     """Ingest everything under `path`, recompute, and report every run in the lakehouse.
 
     Returns the `analyze --json` object: {"ingest": {...}, "infra": {...}, "runs": [...],
-    "outages": [...], "anomalies": [...]}; outages and anomalies carry their causes. When
+    "outages": [...], "anomalies": [...], "why_unknown": [...], "quarantine": {...}}; outages
+    and anomalies carry their causes; "quarantine" counts the quarantined records of the
+    files under `path` (of this ingest or an earlier one). When
     alert sinks are configured, new alerts are raised and sent, and "alerts" says how it went;
     when logs were ingested, "recognized" says per source how many entries a pattern knew.
 
@@ -157,6 +160,9 @@ def _analyze(
     def summary() -> dict[str, Any]:
         with stage("summary", progress):
             found = summary_report(lakehouse)
+            found["quarantine"] = quarantined_in(
+                lakehouse, _input_paths(lakehouse, path, is_folder, inputs)
+            )
         if infra["log_files"]:  # what the patterns understood of the logs just taken in
             with stage("log recognition", progress):
                 found["recognized"] = recognized_by_source(lakehouse)
@@ -184,6 +190,15 @@ def _analyze(
             listed = inputs.local_paths() if is_folder else None
             receipt.write_receipt(config, path, now, result, listed)
     return result
+
+
+def _input_paths(
+    lakehouse: Lakehouse, path: str | Path, is_folder: bool, inputs: Inputs
+) -> list[str]:
+    """The identity paths of the traces and ZooKeeper captures under `path` (or of the file)."""
+    if not is_folder:  # a single file is a trace
+        return [FileStore(lakehouse.spark).status(str(path)).path]
+    return [f.path for f in (*inputs.traces, *inputs.zk)]
 
 
 def _commit(lakehouse: DeferredLakehouse, progress: Progress | None) -> None:

@@ -1,7 +1,8 @@
 """`pulsar-audit`: the command line. Builds the parser from the command groups in
 jobs/commands/ and runs the chosen command (jobs/context.py).
 
-Exit codes: 0 ok; 1 anomalies found and --fail-on-anomaly given; 2 usage, config or input error.
+Exit codes: 0 ok; 1 anomalies found and --fail-on-anomaly given (or records quarantined and
+--fail-on-quarantine given); 2 usage, config or input error.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from jobs import context
 
 def build_parser() -> argparse.ArgumentParser:
     # each group imports what its commands need only when they run: --help stays fast
-    from jobs.commands import analyze, capture, ingest, risk, serve, simulate
+    from jobs.commands import analyze, capture, ingest, quarantine, risk, serve, simulate
 
     parser = argparse.ArgumentParser(
         prog="pulsar-audit",
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         capture.register,  # cluster, capture, chaos
         simulate.register,
         serve.register,  # alerts, message, sql, report
+        quarantine.register,
         risk.register,
     ):
         register(sub, common)

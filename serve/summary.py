@@ -31,6 +31,8 @@ OUTAGE_FIELDS = (
     "backoff_step",
     "causes",
 )
+# The keys of "why_unknown": a run whose data cannot support a verdict, and why.
+UNKNOWN_FIELDS = ("run_id", "topic", "subscription", "reasons")
 ANOMALY_FIELDS = (
     "anomaly_id",
     "run_id",
@@ -101,12 +103,18 @@ def anomaly_rows(
 
 
 def summary_report(lakehouse: Lakehouse, run_ids: list[str] | None = None) -> dict[str, Any]:
-    """{"runs", "outages", "anomalies"}: the part of `analyze --json` after the ingest counts.
+    """{"runs", "outages", "anomalies", "why_unknown"}: the part of `analyze --json` after the
+    ingest counts.
 
     Outages and anomalies carry `causes` (best first); anomalies are blocks, not messages.
+    why_unknown: the reasons of each (run, topic, subscription) whose verdict is "unknown".
     """
+    runs = run_rows(lakehouse, run_ids, (*RUN_FIELDS, "reasons"))
     return {
-        "runs": run_rows(lakehouse, run_ids),
+        "runs": [{k: v for k, v in run.items() if k != "reasons"} for run in runs],
         "outages": outage_rows(lakehouse, run_ids),
         "anomalies": anomaly_rows(lakehouse, run_ids),
+        "why_unknown": [
+            {k: run[k] for k in UNKNOWN_FIELDS} for run in runs if run["valid"] == "unknown"
+        ],
     }

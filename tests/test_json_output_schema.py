@@ -64,6 +64,7 @@ def test_spark_commands(spark, capsys, tmp_path):
     assert {run["valid"] for run in analyzed["runs"]} <= {True, False, "unknown"}
     validate(_json(capsys, "pipeline", *lake), "pipeline")
     validate(_json(capsys, "summary", *lake), "summary")
+    validate(_json(capsys, "quarantine", "list", *lake), "quarantine_list")
     run_id = traces["runs"][0]
     validate(_json(capsys, "explain", run_id, *lake), "explain")
     unmatched = _json(capsys, "logs", "unmatched", "--top", "5", *lake)

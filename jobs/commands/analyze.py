@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from jobs.context import EXIT_ANOMALIES, EXIT_OK, Context
@@ -25,15 +26,62 @@ def _first_cause(finding: dict[str, Any]) -> str:
     return f"\n    probable cause: {causes[0]['reason']}" if causes else ""
 
 
-def render(result: dict[str, Any]) -> str:
-    """The people's view of an analyze/summary result: runs, outages, explained anomalies."""
+def same_lakehouse(args: argparse.Namespace) -> str:
+    """The options that name this command's lakehouse, to repeat in a suggested command."""
+    options = [("--env", args.env), ("--lakehouse", args.lakehouse), ("--catalog", args.catalog)]
+    options.append(("--schema-prefix", args.schema_prefix))
+    return "".join(f" {name} {shlex.quote(value)}" for name, value in options if value)
+
+
+def quarantine_note(counts: dict[str, int], again: str = "") -> str:
+    """What analyze says when records of its input were refused, and where to see them."""
+    return (
+        f"{counts['records']:,} record(s) of {counts['files']:,} input file(s) quarantined, "
+        f"not analyzed: `pulsar-audit quarantine list{again}` shows file, line, reason and text"
+    )
+
+
+def unrecognized_note(recognized: list[dict[str, Any]], again: str = "") -> str | None:
+    """The log lines no pattern knew, per source, and the command that groups them."""
+    missed = {
+        r["source"]: r["entries"] - r["recognized"] + r["not_log_entries"] for r in recognized
+    }
+    counts = ", ".join(f"{n:,} {source}" for source, n in missed.items() if n)
+    if not counts:
+        return None
+    return (
+        f"log lines not recognized: {counts}; `pulsar-audit logs unmatched{again}` groups "
+        "them into templates"
+    )
+
+
+def why_unknown_lines(result: dict[str, Any]) -> list[str]:
+    """One line per (run, topic, subscription) whose verdict is unknown, with its reasons."""
+    return [
+        f"- [{u['run_id']}] {u['subscription']} on {u['topic']}: unknown because "
+        + "; ".join(u["reasons"] or ["(no reason recorded)"])
+        for u in result.get("why_unknown", [])
+    ]
+
+
+def render(result: dict[str, Any], again: str = "") -> str:
+    """The people's view of an analyze/summary result: runs, outages, explained anomalies.
+
+    again: the options naming the lakehouse, repeated in the commands the text suggests.
+    """
     parts = []
     if "ingest" in result:
-        parts.append("ingest\n" + format_table([result["ingest"]]))
-    parts.append("runs\n" + format_table(result["runs"], run_columns(result["runs"])))
+        ingest = "ingest\n" + format_table([result["ingest"]])
+        if result.get("quarantine", {}).get("records"):
+            ingest += "\n" + quarantine_note(result["quarantine"], again)
+        parts.append(ingest)
+    runs = "runs\n" + format_table(result["runs"], run_columns(result["runs"]))
+    parts.append("\n".join([runs, *why_unknown_lines(result)]))
     parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
     if result.get("recognized"):
-        parts.append("logs\n" + "\n".join(describe_recognition(r) for r in result["recognized"]))
+        lines = [describe_recognition(r) for r in result["recognized"]]
+        note = unrecognized_note(result["recognized"], again)
+        parts.append("logs\n" + "\n".join(lines + ([note] if note else [])))
     explained = [
         f"- [{o['run_id']}] outage of {o['duration_ms']:.0f} ms at {o['start']}{_first_cause(o)}"
         for o in result["outages"]
@@ -59,10 +107,14 @@ def run_columns(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def exit_code(ctx: Context, result: dict[str, Any]) -> int:
-    """1 when asked to fail on anomalies and a run is invalid or cannot be judged.
+    """1 when asked to fail on anomalies and a run is invalid or cannot be judged, or asked to
+    fail on quarantine and a record of the input was quarantined.
 
     Informational findings (unacked_received, redelivery) alone do not fail a run.
     """
+    quarantined = result.get("quarantine", {}).get("records", 0)
+    if getattr(ctx.args, "fail_on_quarantine", False) and quarantined:
+        return EXIT_ANOMALIES
     if not getattr(ctx.args, "fail_on_anomaly", False):
         return EXIT_OK
     failing = any(run["valid"] is not True for run in result["runs"])
@@ -80,7 +132,8 @@ def cmd_analyze(ctx: Context) -> int:
     result = recorded_result(ctx.config, ctx.args.path, files)
     if result is None:
         result = analyze_path(ctx, ctx.args.path)
-    ctx.emit(result, render)
+    again = same_lakehouse(ctx.args)
+    ctx.emit(result, lambda r: render(r, again))
     return exit_code(ctx, result)
 
 
@@ -114,7 +167,8 @@ def cmd_summary(ctx: Context) -> int:
     from serve.summary import summary_report
 
     result = summary_report(ctx.lakehouse, ctx.args.run or None)
-    ctx.emit(result, render)
+    again = same_lakehouse(ctx.args)
+    ctx.emit(result, lambda r: render(r, again))
     return exit_code(ctx, result)
 
 
@@ -158,6 +212,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "and print per (run, topic, subscription) the counts, the outages and the findings.",
     )
     p.add_argument("path", metavar="PATH", help="a trace file or a folder of captures")
+    p.add_argument(
+        "--fail-on-quarantine",
+        action="store_true",
+        help="exit 1 if any record of PATH was quarantined (`quarantine list` shows them)",
+    )
     p.set_defaults(handler=cmd_analyze)
     p = sub.add_parser(
         "pipeline", parents=[common], help="recompute silver and gold for changed runs"
