@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
@@ -15,11 +16,43 @@ from pulsar_audit.errors import InputError
 BEFORE = timedelta(seconds=5)
 AFTER = timedelta(seconds=1)
 MAX_LINES = 200
+# Events of one type from one source and host, each this close to the one before, are one row
+# (a closing ledger's thousand failed writes).
+REPEAT_GAP_S = 1.0
+# A log4j-style line's time, [thread], level and logger package: what the row's ts, source and
+# host already say. The logger's class name and the message are kept.
+_LOG_PREFIX = (
+    r"^\d{4}-\d\d-\d\d[T ][\d:.,]+(?:[+-]\d\d:?\d\d|Z)?\s+\[[^\]]*\]\s+[A-Z]+\s+(?:[\w$]+\.)*"
+)
 
 
 def infra_near(infra_events: DataFrame, start: datetime, end: datetime) -> DataFrame:
     """silver.infra_events on the corrected clock around a finding (`explain`, `message`)."""
     return infra_events.filter(F.col("corrected_ts").between(start - BEFORE, end + AFTER))
+
+
+def log_message(raw: Column) -> Column:
+    """A log line's first line without its time, thread, level and logger package."""
+    return F.regexp_replace(F.split(raw, "\n")[0], _LOG_PREFIX, "")
+
+
+def collapse_repeats(events: DataFrame) -> DataFrame:
+    """Timeline rows (ts, source, host, event_type, what) → one row per burst of one event type
+    from one source and host (each event within REPEAT_GAP_S of the one before), with its
+    count, first ts, last_ts and the first event's text."""
+    by_kind = W.partitionBy("source", "host", "event_type").orderBy("ts", "what")
+    seconds = F.col("ts").cast("double")
+    gap = seconds - F.lag(seconds).over(by_kind)
+    starts_burst = gap.isNull() | (gap > REPEAT_GAP_S)
+    so_far = by_kind.rowsBetween(W.unboundedPreceding, W.currentRow)
+    bursts = events.withColumn("burst", F.sum(starts_burst.cast("int")).over(so_far))
+    first = F.struct("ts", "what")
+    return bursts.groupBy("source", "host", "event_type", "burst").agg(
+        F.min("ts").alias("ts"),
+        F.max("ts").alias("last_ts"),
+        F.count(F.lit(1)).alias("count"),
+        F.min_by("what", first).alias("what"),
+    )
 
 
 def _finding(lakehouse: Lakehouse, run_id: str, finding_id: str) -> dict[str, Any]:
@@ -59,14 +92,19 @@ def _finding(lakehouse: Lakehouse, run_id: str, finding_id: str) -> dict[str, An
 
 
 def _run_window(lakehouse: Lakehouse, run_id: str) -> tuple[datetime, datetime]:
+    """From the run's first to its last client event, producers' and consumers' alike."""
+    events = [
+        lakehouse.read(table).filter(F.col("run_id") == run_id).select("ts")
+        for table in ("producer_events", "consumer_events")
+    ]
     span = (
-        lakehouse.read("producer_events")
-        .filter(F.col("run_id") == run_id)
+        events[0]
+        .unionByName(events[1])
         .agg(F.min("ts").alias("start"), F.max("ts").alias("end"))
         .first()
     )
     if span is None or span.start is None:
-        raise InputError(f"run {run_id!r} has no producer events in this lakehouse")
+        raise InputError(f"run {run_id!r} has no client events in this lakehouse")
     return span.start, span.end
 
 
@@ -77,7 +115,7 @@ def _timeline(lakehouse: Lakehouse, run_id: str, start: datetime, end: datetime)
         "source",
         "host",
         "event_type",
-        F.coalesce("detail", "raw").alias("what"),
+        F.coalesce("detail", log_message(F.col("raw"))).alias("what"),
     )
     chaos = (
         lakehouse.read("run_events")
@@ -98,16 +136,30 @@ def _timeline(lakehouse: Lakehouse, run_id: str, start: datetime, end: datetime)
         .filter(F.col("run_id") == run_id)
         .select("first_ts", F.lit("gold").alias("source"), "producer", "kind", "explanation"),
     ]
-    merged = infra.unionByName(chaos.toDF(*infra.columns))
-    for part in findings:
-        merged = merged.unionByName(part.toDF(*infra.columns))
-    return merged.filter(F.col("ts").between(lo, hi))
+    once = [part.toDF(*infra.columns) for part in (chaos, *findings)]
+    merged = once[0]
+    for part in once[1:]:
+        merged = merged.unionByName(part)
+    single = merged.select(
+        *infra.columns, F.col("ts").alias("last_ts"), F.lit(1).cast("long").alias("count")
+    )
+    collapsed = collapse_repeats(infra).select(*single.columns)
+    # a finding gold gives no time (a poll skip over messages never delivered) is still the run's
+    untimed_finding = (F.col("source") == "gold") & F.col("ts").isNull()
+    return collapsed.unionByName(single).filter(F.col("ts").between(lo, hi) | untimed_finding)
 
 
 def explain(lakehouse: Lakehouse, run_id: str, finding_id: str | None = None) -> dict[str, Any]:
-    """The timeline around one finding (by id prefix) or the whole run, oldest first."""
+    """The timeline around one finding (by id prefix) or the whole run, oldest first.
+
+    The run's window spans its producer and consumer events (also for a finding without a
+    time); findings without a time come last. Each timeline row carries `count` and `last_ts`
+    (repeated infrastructure events are one row).
+    """
     finding = _finding(lakehouse, run_id, finding_id) if finding_id else None
-    start, end = (finding["start"], finding["end"]) if finding else _run_window(lakehouse, run_id)
+    timed = finding is not None and finding["start"] is not None
+    start, end = (finding["start"], finding["end"]) if timed else _run_window(lakehouse, run_id)
     timeline = _timeline(lakehouse, run_id, start, end)
-    rows = [r.asDict() for r in timeline.orderBy("ts", "source", "host").limit(MAX_LINES).collect()]
+    order = (F.col("ts").asc_nulls_last(), "source", "host")
+    rows = [r.asDict() for r in timeline.orderBy(*order).limit(MAX_LINES).collect()]
     return {"run_id": run_id, "finding": finding, "start": start, "end": end, "timeline": rows}

@@ -187,8 +187,19 @@ def render_timeline(result: dict[str, Any]) -> str:
         head += f"\n{finding['kind']} {finding['id'][:12]}: {finding['explanation']}"
         head += "".join(f"\n  cause: {c['reason']}" for c in finding["causes"])
     columns = ["ts", "source", "host", "event_type", "what"]
-    rows = [{**row, "what": (row["what"] or "")[:WHAT_WIDTH]} for row in result["timeline"]]
+    rows = [
+        {**row, "ts": row["ts"] or "(no time)", "what": _what(row)[:WHAT_WIDTH]}
+        for row in result["timeline"]
+    ]
     return head + "\n\n" + format_table(rows, columns)
+
+
+def _what(row: dict[str, Any]) -> str:
+    """A timeline row's text; a burst of repeats says how many until when."""
+    if row["count"] == 1:
+        return row["what"] or ""
+    until = row["last_ts"].isoformat(timespec="milliseconds")
+    return f"x{row['count']} until {until}: {row['what'] or ''}"
 
 
 def fail_option() -> argparse.ArgumentParser:

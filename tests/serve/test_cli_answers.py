@@ -1,10 +1,13 @@
 """What the command line answers about the analyzed examples says what is true: an alert list
-without a sink says so, `valid` reads as in --json, a wrong run id is named as such."""
+without a sink says so, `valid` reads as in --json, a wrong run id is named as such, `explain`
+shows every finding of a run with repeated events as one row."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from serve_examples import SYNTHETIC_RUN
+from serve_examples import SYNTHETIC_RUN, UNLOAD_RUN
 
 from jobs.cli import main
 from jobs.commands.serve import no_sink_note
@@ -63,3 +66,39 @@ def test_message_of_an_unknown_run_says_it_does_not_exist(examples_lakehouse, ca
     assert code == 2
     assert f"run {run!r} does not exist in this lakehouse {said}" in err
     assert "has `pipeline` run" not in err
+
+
+def test_explain_of_a_run_shows_every_finding_of_the_run(examples_lakehouse, capsys):
+    code, out, _ = _cli(capsys, examples_lakehouse, "explain", SYNTHETIC_RUN, "--json")
+    assert code == 0
+    result = json.loads(out)
+    kinds = {
+        r["kind"]
+        for r in examples_lakehouse.read("anomalies").collect()
+        if r["run_id"] == SYNTHETIC_RUN
+    }
+    assert {"redelivered", "out_of_order", "poll_skip", "unacked_received"} <= kinds
+    shown = {r["event_type"] for r in result["timeline"] if r["source"] == "gold"}
+    assert shown == kinds | {"outage"}
+    # the deliveries at 10:00:04.4–04.6 are inside the run's window
+    assert result["end"] >= "2025-03-04T10:00:04.6"
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "explain", SYNTHETIC_RUN)
+    rows = [line.split() for line in out.splitlines() if "  gold  " in line]
+    assert {row[3] if row[0] != "(no" else row[4] for row in rows} == kinds | {"outage"}
+
+
+def test_explain_collapses_repeated_events_and_keeps_the_log_message(examples_lakehouse, capsys):
+    code, out, _ = _cli(capsys, examples_lakehouse, "explain", UNLOAD_RUN, "--json")
+    assert code == 0
+    timeline = json.loads(out)["timeline"]
+    writes = [r for r in timeline if r["event_type"] == "bookie_write_error"]
+    assert len(writes) == 1 and writes[0]["count"] >= 180
+    assert writes[0]["last_ts"] > writes[0]["ts"]
+    assert len(timeline) < 40
+    [owned] = [r for r in timeline if r["event_type"] == "bundle_ownership_acquired"]
+    assert owned["what"].startswith("OwnershipCache - Successfully acquired ownership")
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "explain", UNLOAD_RUN)
+    [line] = [line for line in out.splitlines() if "bookie_write_error" in line]
+    assert f"x{writes[0]['count']} until 2026-11-22T" in line
