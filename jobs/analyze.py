@@ -31,7 +31,7 @@ from pulsar_audit.storage import FileStore, precheck_local
 from serve.alert_job import raise_and_send
 from serve.quarantine import quarantined_in
 from serve.recognition import recognized_by_source
-from serve.summary import summary_report
+from serve.summary import other_run_count, runs_of_files, summary_report
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +115,14 @@ def gold_inputs(lakehouse: Lakehouse, config: Config) -> str:
 def analyze(
     lakehouse: Lakehouse, config: Config, path: str | Path, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """Ingest everything under `path`, recompute, and report every run in the lakehouse.
+    """Ingest everything under `path`, recompute, and report the runs of `path`'s files.
 
     Returns the `analyze --json` object: {"ingest": {...}, "infra": {...}, "runs": [...],
-    "outages": [...], "anomalies": [...], "why_unknown": [...], "quarantine": {...}}; outages
-    and anomalies carry their causes; "quarantine" counts the quarantined records of the
-    files under `path` (of this ingest or an earlier one). When
+    "outages": [...], "anomalies": [...], "why_unknown": [...], "other_runs": N,
+    "quarantine": {...}}: the runs whose trace files are under `path` (ingested now or
+    earlier), their outages and findings, and how many other runs the lakehouse holds; outages
+    and anomalies carry their causes; "quarantine" counts the quarantined records of the files
+    under `path` (of this ingest or an earlier one). When
     alert sinks are configured, new alerts are raised and sent, and "alerts" says how it went;
     when logs were ingested, "recognized" says per source how many entries a pattern knew.
 
@@ -159,10 +161,11 @@ def _analyze(
 
     def summary() -> dict[str, Any]:
         with stage("summary", progress):
-            found = summary_report(lakehouse)
-            found["quarantine"] = quarantined_in(
-                lakehouse, _input_paths(lakehouse, path, is_folder, inputs)
-            )
+            files = _input_paths(lakehouse, path, is_folder, inputs)
+            runs = runs_of_files(lakehouse, files)
+            found = summary_report(lakehouse, runs)
+            found["other_runs"] = other_run_count(lakehouse, runs)
+            found["quarantine"] = quarantined_in(lakehouse, files)
         if infra["log_files"]:  # what the patterns understood of the logs just taken in
             with stage("log recognition", progress):
                 found["recognized"] = recognized_by_source(lakehouse)

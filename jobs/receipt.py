@@ -4,8 +4,9 @@ After every complete `analyze` on a local (path) lakehouse, a receipt is written
 tables: the input files that analyze saw (path → SHA-256), the Delta version of every table,
 a hash of the package's code and of the pipeline settings, and the result it printed.
 
-A later `analyze` first checks the receipt, before any JVM starts: when every input file it
-finds is one the receipt lists with the same content hash, every table is still at the version
+A later `analyze` first checks the receipt, before any JVM starts: when the input files it
+finds are exactly those the receipt lists, with the same content hashes (the result names the
+runs of those files), every table is still at the version
 the receipt recorded (so nothing — another analyze, `ingest`, `pipeline`, a crash half way —
 wrote to the lakehouse since), and neither the code nor the settings changed, then the Spark
 path would ingest nothing, skip every stage and read back exactly the gold tables that
@@ -122,6 +123,9 @@ def recorded_result(
     unknown = [f for f in files if str(f) not in known]
     if unknown:
         log.info("receipt: %s is not among the files last analyzed", unknown[0])
+        return None
+    if len(files) != len(known):  # the result names the runs of the files analyzed
+        log.info("receipt: written for other inputs than %s", path)
         return None
     changed = [f for f, digest in hashes(files).items() if known[f] != digest]
     if changed:

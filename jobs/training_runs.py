@@ -135,8 +135,8 @@ def _analyze_real_runs(ctx: Context, source: Path) -> dict[str, Any]:
             if line.strip():
                 _unpack(manifest.parent / json.loads(line)["archive"], folder)
     result = analyze_path(ctx, folder)
-    runs = {r["run_id"] for r in result.get("runs", [])}
-    return {"folder": str(folder), "runs_in_lakehouse": len(runs)}
+    runs = {r["run_id"] for r in result.get("runs", [])}  # the folder's runs
+    return {"folder": str(folder), "runs_in_lakehouse": len(runs) + result.get("other_runs", 0)}
 
 
 def _unpack(archive: Path, folder: Path) -> None:

@@ -102,6 +102,26 @@ def anomaly_rows(
     return _rows(lakehouse, "anomalies", fields, order, run_ids)
 
 
+def runs_of_files(lakehouse: Lakehouse, source_files: list[str]) -> list[str]:
+    """The runs whose events came, all or in part, from these input files (bronze.run_files)."""
+    if not source_files:
+        return []
+    rows = (
+        lakehouse.read("run_files")
+        .filter(F.col("source_file").isin(source_files))
+        .select("run_id")
+        .distinct()
+        .collect()
+    )
+    return sorted(row["run_id"] for row in rows)
+
+
+def other_run_count(lakehouse: Lakehouse, run_ids: list[str]) -> int:
+    """How many runs gold.run_summary holds besides `run_ids`."""
+    others = lakehouse.read("run_summary").filter(~F.col("run_id").isin(run_ids))
+    return others.select("run_id").distinct().count()
+
+
 def summary_report(lakehouse: Lakehouse, run_ids: list[str] | None = None) -> dict[str, Any]:
     """{"runs", "outages", "anomalies", "why_unknown"}: the part of `analyze --json` after the
     ingest counts.

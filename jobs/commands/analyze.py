@@ -55,6 +55,11 @@ def unrecognized_note(recognized: list[dict[str, Any]], again: str = "") -> str 
     )
 
 
+def other_runs_note(count: int, again: str = "") -> str:
+    """analyze shows the runs of its PATH: how many more the lakehouse holds."""
+    return f"the lakehouse holds {count:,} other run(s): `pulsar-audit summary{again}` lists all"
+
+
 def why_unknown_lines(result: dict[str, Any]) -> list[str]:
     """One line per (run, topic, subscription) whose verdict is unknown, with its reasons."""
     return [
@@ -76,7 +81,9 @@ def render(result: dict[str, Any], again: str = "") -> str:
             ingest += "\n" + quarantine_note(result["quarantine"], again)
         parts.append(ingest)
     runs = "runs\n" + format_table(result["runs"], run_columns(result["runs"]))
-    parts.append("\n".join([runs, *why_unknown_lines(result)]))
+    others = [other_runs_note(result["other_runs"], again)] if result.get("other_runs") else []
+    notes = [*why_unknown_lines(result), *others]  # below the table, after a blank line
+    parts.append("\n\n".join([runs, "\n".join(notes)]) if notes else runs)
     parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
     if result.get("recognized"):
         lines = [describe_recognition(r) for r in result["recognized"]]
@@ -122,7 +129,7 @@ def exit_code(ctx: Context, result: dict[str, Any]) -> int:
 
 
 def cmd_analyze(ctx: Context) -> int:
-    """The main job: ingest everything under PATH, check, recompute, print every run."""
+    """The main job: ingest everything under PATH, check, recompute, print PATH's runs."""
     from ingest.inputs import check_inputs
     from jobs.analyze import analyze_path
     from jobs.receipt import recorded_result
@@ -220,7 +227,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="main job: ingest, check and analyze traces, logs and ZooKeeper captures",
         description="Ingest the trace files, logs (logs/broker|bookie|client/) and ZooKeeper "
         "captures (*.zk.jsonl) under PATH, run the checks, the pipeline and the correlation, "
-        "and print per (run, topic, subscription) the counts, the outages and the findings.",
+        "and print per (run, topic, subscription) of PATH the counts, the outages and the "
+        "findings, and how many other runs the lakehouse holds.",
     )
     p.add_argument("path", metavar="PATH", help="a trace file or a folder of captures")
     p.add_argument(

@@ -106,6 +106,9 @@ def test_anything_new_or_changed_takes_the_spark_path(analyzed: Analyzed):
     extra.unlink()
     assert recorded_result(config, folder) is not None
 
+    # a part of the folder: its result would name fewer runs
+    assert recorded_result(config, folder / "logs") is None
+
     # a file it has seen, with other content
     log = folder / "logs" / "client" / "client-unload.log"
     original = log.read_bytes()

@@ -1,15 +1,16 @@
 """What the command line answers about the analyzed examples says what is true: an alert list
 without a sink says so, `valid` reads as in --json, a wrong run id is named as such, `explain`
-shows every finding of a run with repeated events as one row."""
+shows every finding of a run with repeated events as one row, `analyze PATH` shows PATH's runs."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from serve_examples import SYNTHETIC_RUN, UNLOAD_RUN
+from serve_examples import EXAMPLES, SYNTHETIC_RUN, UNLOAD_RUN
 
 from jobs.cli import main
+from jobs.commands.analyze import other_runs_note
 from jobs.commands.serve import no_sink_note
 from pulsar_audit.delta_io import Lakehouse
 
@@ -102,3 +103,19 @@ def test_explain_collapses_repeated_events_and_keeps_the_log_message(examples_la
     code, out, _ = _cli(capsys, examples_lakehouse, "explain", UNLOAD_RUN)
     [line] = [line for line in out.splitlines() if "bookie_write_error" in line]
     assert f"x{writes[0]['count']} until 2026-11-22T" in line
+
+
+def test_analyze_path_reports_the_runs_of_path_only(examples_lakehouse, capsys):
+    synthetic = str(EXAMPLES / "synthetic")
+    code, out, _ = _cli(capsys, examples_lakehouse, "analyze", synthetic)
+    assert code == 0
+    assert {r["run_id"] for r in _table(out, "runs")} == {SYNTHETIC_RUN}
+    assert UNLOAD_RUN not in out
+    lakehouse = examples_lakehouse.config.lakehouse_path
+    assert other_runs_note(1, f" --lakehouse {lakehouse}") in out.splitlines()
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "analyze", synthetic, "--json")
+    result = json.loads(out)
+    assert (code, result["other_runs"]) == (0, 1)
+    found = [*result["runs"], *result["outages"], *result["anomalies"]]
+    assert found and {f["run_id"] for f in found} == {SYNTHETIC_RUN}
