@@ -16,8 +16,8 @@ from pulsar_audit.errors import InputError
 BEFORE = timedelta(seconds=5)
 AFTER = timedelta(seconds=1)
 MAX_LINES = 200
-# Events of one type from one source and host, each this close to the one before, are one row
-# (a closing ledger's thousand failed writes).
+# Consecutive events of one type from one source and host, each this close to the one before,
+# are one row (a closing ledger's thousand failed writes).
 REPEAT_GAP_S = 1.0
 # A log4j-style line's time, [thread], level and logger package: what the row's ts, source and
 # host already say. The logger's class name and the message are kept.
@@ -37,14 +37,16 @@ def log_message(raw: Column) -> Column:
 
 
 def collapse_repeats(events: DataFrame) -> DataFrame:
-    """Timeline rows (ts, source, host, event_type, what) → one row per burst of one event type
-    from one source and host (each event within REPEAT_GAP_S of the one before), with its
-    count, first ts, last_ts and the first event's text."""
-    by_kind = W.partitionBy("source", "host", "event_type").orderBy("ts", "what")
+    """Timeline rows (ts, source, host, event_type, what) → one row per burst: events of one
+    type from one source and host with no other event of that host between them, each within
+    REPEAT_GAP_S of the one before; with its count, first ts, last_ts and the first one's text.
+    """
+    by_host = W.partitionBy("source", "host").orderBy("ts", "event_type", "what")
     seconds = F.col("ts").cast("double")
-    gap = seconds - F.lag(seconds).over(by_kind)
-    starts_burst = gap.isNull() | (gap > REPEAT_GAP_S)
-    so_far = by_kind.rowsBetween(W.unboundedPreceding, W.currentRow)
+    same_type = F.lag("event_type").over(by_host) == F.col("event_type")
+    close = (seconds - F.lag(seconds).over(by_host)) <= REPEAT_GAP_S
+    starts_burst = ~F.coalesce(same_type & close, F.lit(False))
+    so_far = by_host.rowsBetween(W.unboundedPreceding, W.currentRow)
     bursts = events.withColumn("burst", F.sum(starts_burst.cast("int")).over(so_far))
     first = F.struct("ts", "what")
     return bursts.groupBy("source", "host", "event_type", "burst").agg(

@@ -96,9 +96,11 @@ def test_explain_collapses_repeated_events_and_keeps_the_log_message(examples_la
     writes = [r for r in timeline if r["event_type"] == "bookie_write_error"]
     assert len(writes) == 1 and writes[0]["count"] >= 180
     assert writes[0]["last_ts"] > writes[0]["ts"]
-    assert len(timeline) < 40
-    [owned] = [r for r in timeline if r["event_type"] == "bundle_ownership_acquired"]
-    assert owned["what"].startswith("OwnershipCache - Successfully acquired ownership")
+    assert len(timeline) < 50  # about 40 rows, not 200 cut from the 1000 write errors
+    # acquired before the unload and again after it: two rows, not one burst
+    owned = [r for r in timeline if r["event_type"] == "bundle_ownership_acquired"]
+    assert [r["count"] for r in owned] == [1, 1]
+    assert owned[0]["what"].startswith("OwnershipCache - Successfully acquired ownership")
 
     code, out, _ = _cli(capsys, examples_lakehouse, "explain", UNLOAD_RUN)
     [line] = [line for line in out.splitlines() if "bookie_write_error" in line]
