@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from checks.rules import ROW_RULES
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.row_gate import RowGate
 from pulsar_audit.schemas import CHECK_RESULTS
 
@@ -124,7 +125,7 @@ def judge_rows(
                         at,
                     )
                 )
-    return spark.createDataFrame(results, CHECK_RESULTS)
+    return local_frame(spark, results, CHECK_RESULTS)
 
 
 def judge_counts(

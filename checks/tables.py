@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulsar_audit.attribution import with_sole_producer
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import CHECK_RESULTS, TABLES
 
 _MESSAGE = ["run_id", "topic", "partition", "producer", "seq"]
@@ -206,7 +207,7 @@ def check_runs(
         for row in rows
         for table, ok in schemas_ok.items()
     ]
-    return spark.createDataFrame(results, CHECK_RESULTS)
+    return local_frame(spark, results, CHECK_RESULTS)
 
 
 def schema_drift(stored: T.StructType, contract: T.StructType) -> list[str]:

@@ -38,6 +38,7 @@ from ingest.files import (
 )
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import INGESTED_FILES
 from pulsar_audit.spark import checkpointed, release, side_by_side
@@ -349,4 +350,4 @@ def _record_files(
     ]
     # only files the manifest does not hold were taken in (`new_files`, under the ingest
     # lock): their rows are new keys, appended
-    lakehouse.append("ingested_files", lakehouse.spark.createDataFrame(rows, INGESTED_FILES))
+    lakehouse.append("ingested_files", local_frame(lakehouse.spark, rows, INGESTED_FILES))

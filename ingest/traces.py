@@ -33,6 +33,7 @@ from ingest.trace_format import (
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.row_gate import RowGate
 from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, TRACE_COLUMNAR, conform
 from pulsar_audit.spark import side_by_side
@@ -218,7 +219,7 @@ def run_file_rows(lakehouse: Lakehouse, counts: list[Row], batch: Batch) -> Data
         key = (row["run_id"], row["_table"], row["source_file"])
         rows[key] = rows.get(key, 0) + row["_rows"]
     data = [(*key, n, batch.ingest_id, batch.at) for key, n in sorted(rows.items())]
-    return lakehouse.spark.createDataFrame(data, RUN_FILES)
+    return local_frame(lakehouse.spark, data, RUN_FILES)
 
 
 def ingest_traces(

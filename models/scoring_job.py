@@ -21,6 +21,7 @@ from models.score import (
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import UsageError
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import CONFIG_RISK, conform
 
 log = logging.getLogger(__name__)
@@ -173,5 +174,5 @@ def _write(lakehouse: Lakehouse, scored: list[dict[str, Any]], clusters: list[st
         {**{c: _plain(r.get(c)) for c in columns}, "bookies_available": int(r["bookies"])}
         for r in scored
     ]
-    frame = conform(spark.createDataFrame(records, CONFIG_RISK), CONFIG_RISK)
+    frame = conform(local_frame(spark, records, CONFIG_RISK), CONFIG_RISK)
     return lakehouse.replace_where("config_risk", frame, {"cluster": clusters})

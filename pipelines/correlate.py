@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines.clock_skew import UNCORRECTED
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import CAUSE
 
 MAX_CAUSES = 5
@@ -136,7 +137,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
 def cause_rules(spark) -> DataFrame:  # noqa: ANN001 - SparkSession
     """CAUSE_RULES as a small DataFrame (kind, event_type, rank, why)."""
     rows = [(k, e, r, w) for k, rules in CAUSE_RULES.items() for e, (r, w) in rules.items()]
-    return spark.createDataFrame(rows, "kind string, event_type string, rank int, why string")
+    return local_frame(spark, rows, "kind string, event_type string, rank int, why string")
 
 
 def topic_namespace(topic: Column) -> Column:

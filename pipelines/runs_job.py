@@ -22,6 +22,7 @@ from pipelines.detectors import typed_checks
 from pipelines.silver import build_delivery, build_message_history
 from pulsar_audit.config import Config, PipelineConfig
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import TABLES, conform
 from pulsar_audit.spark import checkpointed, release, side_by_side, spark_step
@@ -106,8 +107,8 @@ def run_pipeline(
         events.producer_events.unpersist()
         events.consumer_events.unpersist()
     rows = [(run, current[run]) for run in runs if run in current]
-    run_state = lakehouse.spark.createDataFrame(
-        rows, "run_id string, input_fingerprint string"
+    run_state = local_frame(
+        lakehouse.spark, rows, "run_id string, input_fingerprint string"
     ).withColumn("computed_at", F.current_timestamp())
     lakehouse.replace_runs("run_state", run_state, runs)
     return runs

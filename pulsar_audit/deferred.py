@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
 from pulsar_audit.delta_log import local_table_state
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.spark import release, side_by_side_bounded, spark_stage
 
 log = logging.getLogger(__name__)
@@ -141,11 +142,11 @@ class DeferredLakehouse(Lakehouse):
         with self._guard:
             writes = list(entry.writes)
         if entry.base_empty and not writes:  # a new table, still empty: no Spark job
-            return self.spark.createDataFrame([], self.spec(table).schema)
+            return local_frame(self.spark, [], self.spec(table).schema)
         if not writes:
             return super().read(table)
         if entry.base_empty:
-            base = self.spark.createDataFrame([], self.spec(table).schema)
+            base = local_frame(self.spark, [], self.spec(table).schema)
         else:
             base = super().read(table, entry.base_version)
         return _apply(base, writes)
@@ -287,7 +288,7 @@ class DeferredLakehouse(Lakehouse):
             # commits it, without Delta's search for the files a replace or merge removes.
             if all(w.rows == 0 or w.kind == "update" for w in writes):
                 return  # nothing to add to an empty table: no commit
-            rows = _apply(self.spark.createDataFrame([], self.spec(table).schema), writes)
+            rows = _apply(local_frame(self.spark, [], self.spec(table).schema), writes)
             Lakehouse.append(self, table, rows)
             entry.commits += 1
             return

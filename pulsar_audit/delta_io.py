@@ -25,6 +25,7 @@ from pulsar_audit.delta_log import (
     log_version,
 )
 from pulsar_audit.errors import EnvironmentProblem
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import TABLES, TableSpec
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ class Lakehouse:
         its first write, or by `init`), so reading costs no Delta commit.
         """
         if version is None and not self.exists(table):
-            return self.spark.createDataFrame([], self.spec(table).schema)
+            return local_frame(self.spark, [], self.spec(table).schema)
         reader = self.spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
@@ -190,7 +191,7 @@ class Lakehouse:
             return self.read(table)
         version = self.version_at(table, at)
         if version is None:
-            return self.spark.createDataFrame([], self.spec(table).schema)
+            return local_frame(self.spark, [], self.spec(table).schema)
         return self.read(table, version)
 
     def versions(self, tables: Iterable[str]) -> dict[str, int]:
@@ -226,8 +227,8 @@ class Lakehouse:
 
     def record_stage_rows(self, stages: dict[str, str]) -> None:
         """Remember several stages' fingerprints in one write."""
-        rows = self.spark.createDataFrame(
-            sorted(stages.items()), "stage string, input_fingerprint string"
+        rows = local_frame(
+            self.spark, sorted(stages.items()), "stage string, input_fingerprint string"
         ).withColumn("computed_at", F.current_timestamp())
         self.merge("stage_state", rows)
 

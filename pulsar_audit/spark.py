@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -134,6 +135,9 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
     java_options = f"-Dlog4j2.configurationFile=file:{log_conf}"
     if config.spark.master.startswith("local"):  # this process's own driver JVM
         java_options = f"{java_options} {LOCAL_THREAD_STACK} {driver_options()}".strip()
+        # a local Python worker (only tests' pickled frames need one) runs this interpreter,
+        # not whichever `python3` is first on PATH (a pyenv shim here: a bash script)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(config.spark.master)
         .appName(config.spark.app_name)

@@ -15,6 +15,7 @@ from pyspark.sql import types as T
 
 from pulsar_audit.config import Config, SinkConfig
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import ALERTS
 from serve.alerts import candidate_alerts
 from serve.sinks import (
@@ -87,7 +88,7 @@ def _record(lakehouse: Lakehouse, alerts: list[dict[str, Any]], outcomes: list[D
         (alert["dedup_key"], _merged_deliveries(alert, outcome))
         for alert, outcome in zip(alerts, outcomes, strict=True)
     ]
-    updates = lakehouse.spark.createDataFrame(rows, schema)
+    updates = local_frame(lakehouse.spark, rows, schema)
     lakehouse.update_changed("alerts", updates, ["deliveries"])
 
 

@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from pulsar_audit.local_frames import local_frame
 from simulate.backoff import latency_column
 from simulate.plan import BURST_STEP_US, LEDGER_BASE, Plan
 
@@ -45,7 +46,7 @@ def stream_plans(spark: SparkSession, plan: Plan) -> DataFrame:
         "stream long, a long, written long, t_reconnect long, pre long, resent long, "
         "new_lo long, t_resume long, epoch0_ledgers long"
     )
-    return spark.createDataFrame(rows, schema)
+    return local_frame(spark, rows, schema)
 
 
 def _copy(plan: Plan, ledger_index: Column, entry: Column, pos: Column) -> Column:

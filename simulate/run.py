@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pulsar_audit.kinds import ANOMALY_KINDS, PRODUCER_KINDS
+from pulsar_audit.local_frames import local_frame
 from simulate import consumers as C
 from simulate import truth as T
 from simulate.causes import cause_of
@@ -77,7 +78,8 @@ def simulate_run(
     labels, received, info = None, None, []
     redispatched: dict[str, set[tuple[int, int]]] = {}
     for n, consumer in enumerate(found):
-        stops = spark.createDataFrame(
+        stops = local_frame(
+            spark,
             [(r["stream"], r[f"stop_{n}"], r[f"crash_{n}"], r[f"join_{n}"]) for r in stop_rows],
             "stream long, stop_pos long, crash_pos long, join_pos long",
         )

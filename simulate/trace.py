@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingest.traces import write_columnar
+from pulsar_audit.local_frames import local_frame
 from simulate.consumers import READ_STEP_US, REDELIVERY_LAG, Consumer, read_start_us
 from simulate.dispatch_keys import key_column
 from simulate.plan import Plan
@@ -176,7 +177,7 @@ def write_trace(
     """Write `lines` plus the `small` driver-built events as trace-<run>-NNNNN.jsonl.gz files
     (`.jsonl`, uncompressed, when not `gzip`; `.parquet`, the format's columnar form, when
     `columnar`)."""
-    extra = spark.createDataFrame([(json.dumps(e),) for e in small], "value string")
+    extra = local_frame(spark, [(json.dumps(e),) for e in small], "value string")
     staging = out / "_spark"
     shutil.rmtree(staging, ignore_errors=True)
     every = lines.unionByName(extra)
