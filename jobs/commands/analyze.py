@@ -109,7 +109,8 @@ def _overlaps(finding: dict[str, Any]) -> str:
 
 
 def marked(result: dict[str, Any]) -> dict[str, Any]:
-    """`result` with each anomaly's `also_counted_as` (the kinds that count its messages too)."""
+    """`result` with each anomaly's `also_counted_as` (the kinds that count its messages too):
+    a result recorded by an analyze from before they were marked may lack them."""
     return {**result, "anomalies": with_overlaps(result.get("anomalies", []))}
 
 
@@ -173,7 +174,7 @@ def requested_runs(args: argparse.Namespace) -> list[str] | None:
 def cmd_summary(ctx: Context) -> int:
     from serve.summary import summary_report
 
-    result = marked(summary_report(ctx.lakehouse, ctx.args.run or None))
+    result = summary_report(ctx.lakehouse, ctx.args.run or None)
     again, wide = same_lakehouse(ctx.args), ctx.args.wide
     ctx.emit(result, lambda r: render(r, again, wide))
     return exit_code(ctx, result)
