@@ -166,9 +166,10 @@ def _analyze(
             found = summary_report(lakehouse, runs)
             found["other_runs"] = other_run_count(lakehouse, runs)
             found["quarantine"] = quarantined_in(lakehouse, files)
-        if infra["log_files"]:  # what the patterns understood of the logs just taken in
+        if infra["log_files"]:  # what the patterns understood of PATH's logs just taken in
             with stage("log recognition", progress):
-                found["recognized"] = recognized_by_source(lakehouse)
+                logs = [f.path for files in inputs.logs.values() for f in files]
+                found["recognized"] = recognized_by_source(lakehouse, files=logs)
         return found
 
     deferred = isinstance(lakehouse, DeferredLakehouse)

@@ -15,7 +15,7 @@ from jobs import context
 
 def build_parser() -> argparse.ArgumentParser:
     # each group imports what its commands need only when they run: --help stays fast
-    from jobs.commands import analyze, capture, ingest, quarantine, risk, serve, simulate
+    from jobs.commands import analyze, capture, ingest, quarantine, risk, runs, serve, simulate
 
     parser = argparse.ArgumentParser(
         prog="pulsar-audit",
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         simulate.register,
         serve.register,  # alerts, message, sql, report
         quarantine.register,
+        runs.register,  # runs list, compare
         risk.register,
     ):
         register(sub, common)

@@ -17,6 +17,7 @@ from pulsar_audit.config import LAYERS as LAYER_NAMES
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.errors import UsageError
 from pulsar_audit.output import format_table, print_json
+from pulsar_audit.quiet import quiet_libraries
 from pulsar_audit.secrets import RedactingFilter, redact
 
 EXIT_OK, EXIT_ANOMALIES, EXIT_USAGE = 0, 1, 2
@@ -191,8 +192,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    # -v is about pulsar-audit's stages: GX's own INFO lines (hundreds, at import) stay out
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    # -v is about pulsar-audit's stages: GX's own INFO lines (hundreds, at import) stay out,
+    # and without it the libraries' warnings too (pulsar_audit/quiet.py)
+    quiet_libraries(args.verbose)
     for log_handler in logging.getLogger().handlers:  # no secret reaches a log line
         log_handler.addFilter(RedactingFilter())
     handler: Handler = args.handler

@@ -45,3 +45,15 @@ VIOLATION_KINDS = (
 SUBSCRIPTION_TYPES = ("Exclusive", "Failover", "Shared", "Key_Shared")
 # The per-run message counts of gold.run_summary, in column order (analyze --json, truth.json).
 RUN_COUNTS = ("sent", "acked", "nacked", "received", *ANOMALY_KINDS)
+# Kinds that count one message twice, by design (docs/anomalies.md, "Where one fact shows under
+# two kinds"): a poll skip is a consumer jumping over a stored message; if the subscription
+# never got it, it is also lost (or unseen); if the consumer got it later, that late delivery
+# is also out_of_order (a lower seq of its producer) or nonmonotonic_poll (another producer's).
+# The poll skip says which consumer jumped; the other kind what became of the message. The
+# output marks each such pair ("also counted as").
+OVERLAPPING_KINDS = (
+    ("poll_skip", "lost"),
+    ("poll_skip", "unseen"),
+    ("poll_skip", "out_of_order"),
+    ("poll_skip", "nonmonotonic_poll"),
+)

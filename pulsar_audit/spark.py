@@ -23,6 +23,7 @@ from pulsar_audit.errors import SetupError
 from pulsar_audit.jvm_archive import driver_options
 from pulsar_audit.paths import jars_dir
 from pulsar_audit.py4j_lookups import cache_jvm_lookups
+from pulsar_audit.quiet import jvm_start_quiet, quiet_pyspark_errors
 from pulsar_audit.storage import local_form
 
 DELTA_CONF = {
@@ -126,6 +127,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         active = SparkSession.getActiveSession()
         if active is None:
             active = SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+        quiet_pyspark_errors()
         for key, value in SQL_CONF.items():
             active.conf.set(key, value)
         return active
@@ -159,8 +161,10 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)
     for key, value in {**DELTA_CONF, **SQL_CONF, **config.spark.conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with jvm_start_quiet():  # the JVM's and Spark's start-up lines: only with -v
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    quiet_pyspark_errors()
     if config.spark.ship_package and spark.sparkContext.applicationId not in _SHIPPED:
         ship_package(spark)
         _SHIPPED.add(spark.sparkContext.applicationId)

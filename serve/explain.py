@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from serve.overlaps import STREAM, overlap_pairs
 
 # A finding's timeline: from BEFORE its start to AFTER its end (what led to it, what it left).
 BEFORE = timedelta(seconds=5)
@@ -164,4 +165,37 @@ def explain(lakehouse: Lakehouse, run_id: str, finding_id: str | None = None) ->
     timeline = _timeline(lakehouse, run_id, start, end)
     order = (F.col("ts").asc_nulls_last(), "source", "host")
     rows = [r.asDict() for r in timeline.orderBy(*order).limit(MAX_LINES).collect()]
-    return {"run_id": run_id, "finding": finding, "start": start, "end": end, "timeline": rows}
+    return {
+        "run_id": run_id,
+        "finding": finding,
+        "start": start,
+        "end": end,
+        "timeline": rows,
+        "overlaps": _overlaps(lakehouse, run_id, finding),
+    }
+
+
+def _overlaps(
+    lakehouse: Lakehouse, run_id: str, finding: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The run's messages counted by two kinds (`serve.overlaps`); of the finding's block only
+    when one is asked for."""
+    blocks = [
+        r.asDict()
+        for r in lakehouse.read("anomalies")
+        .filter(F.col("run_id") == run_id)
+        .select("anomaly_id", *STREAM, "kind", "seq_from", "seq_to")
+        .collect()
+    ]
+    if finding is None:
+        return overlap_pairs(blocks)
+    [block] = [b for b in blocks if b["anomaly_id"] == finding["id"]] or [None]
+    if block is None:  # an outage
+        return []
+    return [
+        pair
+        for pair in overlap_pairs(blocks)
+        if block["kind"] in pair["kinds"]
+        and (pair["subscription"], pair["producer"]) == (block["subscription"], block["producer"])
+        and block["seq_from"] <= pair["seq_from"] <= block["seq_to"]
+    ]

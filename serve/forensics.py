@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
-from serve.explain import infra_near
+from serve.explain import infra_near, log_message
 
 MESSAGE_KEY = ["run_id", "topic", "partition", "producer", "seq"]
 MAX_INFRA = 50
@@ -240,7 +240,8 @@ def infra_around(
     """Infrastructure events of the topic (or of no one topic) on the corrected clock.
 
     Repeats of one kind on one host (a thousand failed writes of a closing ledger) are one
-    row with their count, first and last time, and the first one's detail.
+    row with their count, first and last time, and the first one's detail (a log line's
+    message, as `explain` shows it: `serve.explain.log_message`).
     """
     concerns = F.col("topic").isNull() | (F.col("topic") == topic)
     events = infra_near(snapshot.read("infra_events"), start, end).filter(concerns)
@@ -249,7 +250,7 @@ def infra_around(
         F.min("corrected_ts").alias("corrected_ts"),
         F.max("corrected_ts").alias("last_ts"),
         F.count("*").alias("count"),
-        F.min_by(F.coalesce("detail", F.substring("raw", 1, 200)), first).alias("detail"),
+        F.min_by(F.coalesce("detail", log_message(F.col("raw"))), first).alias("detail"),
         F.min_by("ledger_id", first).alias("ledger_id"),
         F.min_by("bookie", first).alias("bookie"),
     )

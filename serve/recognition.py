@@ -83,24 +83,29 @@ def unmatched_forms(entries: DataFrame, patterns: list[LogPattern] | None = None
     )
 
 
-def _log_entries(lakehouse: Lakehouse, sources: list[str] | None) -> DataFrame:
+def _log_entries(
+    lakehouse: Lakehouse, sources: list[str] | None, files: list[str] | None = None
+) -> DataFrame:
     parts = [lakehouse.read(t) for t in LOG_TABLES]
     entries = parts[0]
     for part in parts[1:]:
         entries = entries.unionByName(part)
     if sources:
         entries = entries.filter(F.col("source").isin(sources))
+    if files is not None:
+        entries = entries.filter(F.col("source_file").isin(files))
     return entries
 
 
 def recognized_by_source(
-    lakehouse: Lakehouse, sources: list[str] | None = None
+    lakehouse: Lakehouse, sources: list[str] | None = None, files: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """bronze *_log → one dict per source: lines, entries, recognized, not_log_entries, ...
 
-    For the analyze summary: `recognized 412 of 1,068 client entries`.
+    For the analyze summary: `recognized 412 of 1,068 client entries`. files: only the lines
+    of these log files (their identity paths, as `source_file` holds them); None: every file.
     """
-    counts = recognition_counts(_log_entries(lakehouse, sources))
+    counts = recognition_counts(_log_entries(lakehouse, sources, files))
     return [r.asDict() for r in counts.orderBy("source").collect()]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.errors import AnalysisException
+from pyspark.errors import PySparkException
 
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
@@ -34,11 +34,20 @@ def register_tables(lakehouse: Lakehouse) -> list[str]:
 
 
 def run_sql(lakehouse: Lakehouse, query: str, limit: int) -> dict[str, Any]:
-    """{"columns", "rows", "truncated"}: at most `limit` rows of the query's result."""
+    """{"columns", "rows", "truncated"}: at most `limit` rows of the query's result.
+
+    A query Spark refuses or fails is an InputError with Spark's one-line message (its error
+    class, what is wrong, its hint: "Did you mean …"), without the plan or the Java stack."""
     register_tables(lakehouse)
     try:
         result = lakehouse.spark.sql(query)
-    except AnalysisException as exc:
-        raise InputError(f"the query cannot run: {exc}") from None
-    rows = [r.asDict(recursive=True) for r in result.limit(limit + 1).collect()]
+        rows = [r.asDict(recursive=True) for r in result.limit(limit + 1).collect()]
+    except PySparkException as exc:
+        raise InputError(f"the query cannot run: {one_line(exc)}") from None
     return {"columns": result.columns, "rows": rows[:limit], "truncated": len(rows) > limit}
+
+
+def one_line(exc: PySparkException) -> str:
+    """Spark's message of `exc` up to its first line break (the plan and the stack follow)."""
+    message = str(exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.kinds import RUN_COUNTS
+from serve.overlaps import with_overlaps
 
 # The keys of `analyze --json`'s "runs" and "outages" entries, in order.
 RUN_FIELDS = (
@@ -126,14 +127,15 @@ def summary_report(lakehouse: Lakehouse, run_ids: list[str] | None = None) -> di
     """{"runs", "outages", "anomalies", "why_unknown"}: the part of `analyze --json` after the
     ingest counts.
 
-    Outages and anomalies carry `causes` (best first); anomalies are blocks, not messages.
+    Outages and anomalies carry `causes` (best first); anomalies are blocks, not messages,
+    each with `also_counted_as` (`serve.overlaps`).
     why_unknown: the reasons of each (run, topic, subscription) whose verdict is "unknown".
     """
     runs = run_rows(lakehouse, run_ids, (*RUN_FIELDS, "reasons"))
     return {
         "runs": [{k: v for k, v in run.items() if k != "reasons"} for run in runs],
         "outages": outage_rows(lakehouse, run_ids),
-        "anomalies": anomaly_rows(lakehouse, run_ids),
+        "anomalies": with_overlaps(anomaly_rows(lakehouse, run_ids)),
         "why_unknown": [
             {k: run[k] for k in UNKNOWN_FIELDS} for run in runs if run["valid"] == "unknown"
         ],

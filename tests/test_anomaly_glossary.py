@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pulsar_audit.kinds import ANOMALY_KINDS, VIOLATION_KINDS
+from pulsar_audit.kinds import ANOMALY_KINDS, OVERLAPPING_KINDS, VIOLATION_KINDS
 from pulsar_audit.paths import REPO_ROOT
 
 GLOSSARY = REPO_ROOT / "docs" / "anomalies.md"
+PAIR = re.compile(
+    r"^- \*\*`(?P<a>[a-z_]+)` and `(?P<b>[a-z_]+)`\.?\*\*(?: \(or \*\*`(?P<c>[a-z_]+)`\*\*\))?"
+)
 ROW = re.compile(r"^\| `(?P<kind>[a-z_]+)` \| [^|]+ \| [^|]+ \| (?P<verdict>[^|]+) \|")
 
 
@@ -37,3 +40,16 @@ def test_help_points_to_the_glossary():
     exe = Path(sys.executable).parent / "pulsar-audit"
     shown = subprocess.run([str(exe), "--help"], capture_output=True, text=True, check=True)
     assert "docs/anomalies.md" in shown.stdout
+
+
+def test_the_overlapping_pairs_are_the_ones_the_output_marks():
+    """The pairs docs/anomalies.md lists as one fact under two kinds (before "do not
+    overlap") are pulsar_audit.kinds.OVERLAPPING_KINDS, which analyze marks."""
+    text = GLOSSARY.read_text()
+    section = text.split("## Where one fact shows under two kinds")[1].split("do not overlap")[0]
+    listed = set()
+    for line in section.splitlines():
+        found = PAIR.match(line)
+        if found:
+            listed |= {(found["a"], other) for other in (found["b"], found["c"]) if other}
+    assert listed == set(OVERLAPPING_KINDS)

@@ -67,6 +67,8 @@ def test_spark_commands(spark, capsys, tmp_path):
     validate(_json(capsys, "quarantine", "list", *lake), "quarantine_list")
     run_id = traces["runs"][0]
     validate(_json(capsys, "explain", run_id, *lake), "explain")
+    validate(_json(capsys, "runs", "list", *lake), "runs_list")
+    validate(_json(capsys, "compare", run_id, run_id, *lake), "compare")
     unmatched = _json(capsys, "logs", "unmatched", "--top", "5", *lake)
     validate(unmatched, "logs_unmatched")
     assert unmatched["templates"]

@@ -6,17 +6,12 @@ import argparse
 import shlex
 from typing import Any
 
+from jobs.commands.run_tables import WIDE_HINT, outage_columns, run_table_rows, wide_option
 from jobs.context import EXIT_ANOMALIES, EXIT_OK, Context
-from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
 from pulsar_audit.output import format_table
+from serve.overlaps import overlap_note, with_overlaps
 from serve.recognition import describe_recognition
-from serve.summary import OUTAGE_FIELDS, RUN_FIELDS
 
-# The terminal's runs table: the subscription type and the kinds of trace format v1.1 only
-# when some run has them (--json always gives every field).
-OPTIONAL_RUN_COLUMNS = ("subscription_type", *SUBSCRIPTION_TYPE_KINDS)
-RUN_COLUMNS = [f for f in RUN_FIELDS if f != "unchecked"]
-OUTAGE_COLUMNS = [f for f in OUTAGE_FIELDS if f not in ("outage_id", "causes")]
 MAX_EXPLANATIONS = 20
 WHAT_WIDTH = 140
 
@@ -69,10 +64,11 @@ def why_unknown_lines(result: dict[str, Any]) -> list[str]:
     ]
 
 
-def render(result: dict[str, Any], again: str = "") -> str:
+def render(result: dict[str, Any], again: str = "", wide: bool = False) -> str:
     """The people's view of an analyze/summary result: runs, outages, explained anomalies.
 
-    again: the options naming the lakehouse, repeated in the commands the text suggests.
+    again: the options naming the lakehouse, repeated in the commands the text suggests;
+    wide: every count in the tables (else they fit 100 columns).
     """
     parts = []
     if "ingest" in result:
@@ -80,11 +76,13 @@ def render(result: dict[str, Any], again: str = "") -> str:
         if result.get("quarantine", {}).get("records"):
             ingest += "\n" + quarantine_note(result["quarantine"], again)
         parts.append(ingest)
-    runs = "runs\n" + format_table(result["runs"], run_columns(result["runs"]))
+    rows, columns = run_table_rows(result["runs"], wide)
+    runs = "runs\n" + format_table(rows, columns)
     others = [other_runs_note(result["other_runs"], again)] if result.get("other_runs") else []
-    notes = [*why_unknown_lines(result), *others]  # below the table, after a blank line
+    hint = [] if wide or not rows else [WIDE_HINT]
+    notes = [*why_unknown_lines(result), *others, *hint]  # below the table, after a blank line
     parts.append("\n\n".join([runs, "\n".join(notes)]) if notes else runs)
-    parts.append("outages\n" + format_table(result["outages"], OUTAGE_COLUMNS))
+    parts.append("outages\n" + format_table(result["outages"], outage_columns(wide)))
     if result.get("recognized"):
         lines = [describe_recognition(r) for r in result["recognized"]]
         note = unrecognized_note(result["recognized"], again)
@@ -95,7 +93,7 @@ def render(result: dict[str, Any], again: str = "") -> str:
         if o.get("causes")
     ]
     explained += [
-        f"- [{a['run_id']}] {a['kind']}: {a['explanation']}{_first_cause(a)}"
+        f"- [{a['run_id']}] {a['kind']}: {a['explanation']}{_first_cause(a)}{_overlaps(a)}"
         for a in result.get("anomalies", [])
     ]
     if explained:
@@ -105,12 +103,15 @@ def render(result: dict[str, Any], again: str = "") -> str:
     return "\n\n".join(parts)
 
 
-def run_columns(runs: list[dict[str, Any]]) -> list[str]:
-    """RUN_COLUMNS without the optional ones that no run has (a kind never found, no type)."""
-    shown = [c for c in RUN_COLUMNS if c not in OPTIONAL_RUN_COLUMNS or any(r.get(c) for r in runs)]
-    if any(r.get("subscription_type") for r in runs):
-        shown.insert(shown.index("subscription") + 1, "subscription_type")
-    return shown
+def _overlaps(finding: dict[str, Any]) -> str:
+    note = overlap_note(finding)
+    return f"\n    {note}" if note else ""
+
+
+def marked(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` with each anomaly's `also_counted_as` (the kinds that count its messages too):
+    a result recorded by an analyze from before they were marked may lack them."""
+    return {**result, "anomalies": with_overlaps(result.get("anomalies", []))}
 
 
 def exit_code(ctx: Context, result: dict[str, Any]) -> int:
@@ -139,8 +140,8 @@ def cmd_analyze(ctx: Context) -> int:
     result = recorded_result(ctx.config, ctx.args.path, files)
     if result is None:
         result = analyze_path(ctx, ctx.args.path)
-    again = same_lakehouse(ctx.args)
-    ctx.emit(result, lambda r: render(r, again))
+    again, wide = same_lakehouse(ctx.args), ctx.args.wide
+    ctx.emit(marked(result), lambda r: render(r, again, wide))
     return exit_code(ctx, result)
 
 
@@ -174,8 +175,8 @@ def cmd_summary(ctx: Context) -> int:
     from serve.summary import summary_report
 
     result = summary_report(ctx.lakehouse, ctx.args.run or None)
-    again = same_lakehouse(ctx.args)
-    ctx.emit(result, lambda r: render(r, again))
+    again, wide = same_lakehouse(ctx.args), ctx.args.wide
+    ctx.emit(result, lambda r: render(r, again, wide))
     return exit_code(ctx, result)
 
 
@@ -195,18 +196,32 @@ def render_timeline(result: dict[str, Any]) -> str:
         head += "".join(f"\n  cause: {c['reason']}" for c in finding["causes"])
     columns = ["ts", "source", "host", "event_type", "what"]
     rows = [
-        {**row, "ts": row["ts"] or "(no time)", "what": _what(row)[:WHAT_WIDTH]}
+        {**row, "ts": row["ts"] or "(no time)", "what": event_text(row, row["what"])}
         for row in result["timeline"]
     ]
-    return head + "\n\n" + format_table(rows, columns)
+    return head + "\n\n" + format_table(rows, columns) + _overlap_lines(result["overlaps"])
 
 
-def _what(row: dict[str, Any]) -> str:
-    """A timeline row's text; a burst of repeats says how many until when."""
-    if row["count"] == 1:
-        return row["what"] or ""
-    until = row["last_ts"].isoformat(timespec="milliseconds")
-    return f"x{row['count']} until {until}: {row['what'] or ''}"
+def _overlap_lines(pairs: list[dict[str, Any]]) -> str:
+    """The messages two kinds count (docs/anomalies.md), after the timeline."""
+    lines = [
+        f"- seq {p['seq_from']}"
+        + ("" if p["seq_to"] == p["seq_from"] else f"–{p['seq_to']}")
+        + f" of {p['producer']} ({p['subscription']}): counted as {' and as '.join(p['kinds'])}"
+        for p in pairs
+    ]
+    if not lines:
+        return ""
+    return "\n\none fact under two kinds (docs/anomalies.md)\n" + "\n".join(lines)
+
+
+def event_text(event: dict[str, Any], text: str | None) -> str:
+    """An infrastructure event's text (`explain`, `message`), cut to WHAT_WIDTH; a burst of
+    repeats (`count`, `last_ts`) says how many until when."""
+    if event["count"] != 1:
+        until = event["last_ts"].isoformat(timespec="milliseconds")
+        text = f"x{event['count']} until {until}: {text or ''}"
+    return (text or "")[:WHAT_WIDTH]
 
 
 def fail_option() -> argparse.ArgumentParser:
@@ -220,10 +235,10 @@ def fail_option() -> argparse.ArgumentParser:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    fail = fail_option()
+    fail, wide = fail_option(), wide_option()
     p = sub.add_parser(
         "analyze",
-        parents=[common, fail],
+        parents=[common, fail, wide],
         help="main job: ingest, check and analyze traces, logs and ZooKeeper captures",
         description="Ingest the trace files, logs (logs/broker|bookie|client/) and ZooKeeper "
         "captures (*.zk.jsonl) under PATH, run the checks, the pipeline and the correlation, "
@@ -259,6 +274,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--anomaly", metavar="ID", help="anomaly_id or outage_id (a prefix is enough)")
     p.set_defaults(handler=cmd_explain)
-    p = sub.add_parser("summary", parents=[common, fail], help="print the verdicts in gold")
+    p = sub.add_parser("summary", parents=[common, fail, wide], help="print the verdicts in gold")
     p.add_argument("--run", action="append", metavar="RUN_ID", help="only this run (repeatable)")
     p.set_defaults(handler=cmd_summary)

@@ -242,10 +242,10 @@ def _study_text(result: dict) -> str:
 
 
 def _chaos_text(result: dict) -> str:
-    from jobs.commands.analyze import run_columns
+    from jobs.commands.run_tables import wide_run_columns
     from serve.summary import OUTAGE_FIELDS
 
-    runs = format_table(result["runs"], run_columns(result["runs"]))
+    runs = format_table(result["runs"], wide_run_columns(result["runs"]))
     parts = [_capture_text(result["capture"]), runs]
     if result["outages"]:
         parts.append(format_table(result["outages"], list(OUTAGE_FIELDS)))

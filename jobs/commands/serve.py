@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from jobs.commands.analyze import event_text
 from jobs.context import EXIT_OK, Context
 from pulsar_audit.output import format_table
+from serve.overlaps import overlap_note, with_overlaps
 
 ALERT_COLUMNS = ["key", "severity", "kind", "run_id", "title", "sinks"]
 SQL_LIMIT = 100
@@ -68,12 +70,6 @@ def _where(event: dict[str, Any]) -> str:
     return f" at {event['ledger_id']}:{event['entry_id']}:{event.get('batch_index')}"
 
 
-def _times(event: dict[str, Any]) -> str:
-    if event["count"] == 1:
-        return ""
-    return f" x{event['count']} until {event['last_ts'].isoformat(timespec='milliseconds')}"
-
-
 def render_message(result: dict[str, Any]) -> str:
     """The message's life as one time-ordered list, then its findings."""
     key, history = result["message"], result["history"]
@@ -106,13 +102,14 @@ def render_message(result: dict[str, Any]) -> str:
             {
                 "ts": i["corrected_ts"],
                 "who": f"{i['source']} {i['host']} ({i['clock']})",
-                "what": f"{i['event_type']}{_times(i)} {i['detail'] or ''}"[:140],
+                "what": f"{i['event_type']} {event_text(i, i['detail'])}",
             }
         )
     lines.sort(key=lambda line: line["ts"])
     found = "\n".join(
         f"- {f['kind']} {f['id'][:12]}: {f['explanation']}"
         + "".join(f"\n    cause: {c['reason']}" for c in f.get("causes") or [])
+        + (f"\n    {overlap_note(f)}" if overlap_note(f) else "")
         for f in result["findings"]
     )
     return (
@@ -126,7 +123,7 @@ def cmd_message(ctx: Context) -> int:
     args = ctx.args
     snapshot = Snapshot(ctx.lakehouse, parse_as_of(ctx.lakehouse, args.as_of))
     result = message_life(snapshot, args.run_id, args.seq, args.producer, args.topic)
-    ctx.emit(result, render_message)
+    ctx.emit({**result, "findings": with_overlaps(result["findings"])}, render_message)
     return EXIT_OK
 
 

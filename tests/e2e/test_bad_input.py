@@ -86,3 +86,13 @@ def test_an_unknown_verdict_prints_why_and_unrecognized_logs_are_counted(
     listed = json.loads(out)
     assert (code, listed["run_id"], listed["total"]) == (0, "run-held", 1)
     assert listed["rows"][0]["source_file"].endswith("run-held-extra.jsonl")
+
+    # a second PATH with logs of its own: its logs section counts its own lines only
+    other = tmp_path / "next"
+    write_run(other, RunSpec("run-next", messages=5))
+    (other / "logs" / "broker").mkdir(parents=True)
+    (other / "logs" / "broker" / "broker.log").write_text("\n".join(garbage[:3]) + "\n")
+    code, out = _cli(capsys, "analyze", str(other), *lakehouse)
+    assert code == 0
+    assert "log lines not recognized: 3 broker; `pulsar-audit logs unmatched --lakehouse " in out
+    assert "(3 lines, 3 not log entries)" in out

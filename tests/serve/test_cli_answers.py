@@ -107,6 +107,20 @@ def test_explain_collapses_repeated_events_and_keeps_the_log_message(examples_la
     assert f"x{writes[0]['count']} until 2026-11-22T" in line
 
 
+def test_message_keeps_the_log_message_as_explain_does(examples_lakehouse, capsys):
+    code, out, _ = _cli(capsys, examples_lakehouse, "message", UNLOAD_RUN, "--seq", "967", "--json")
+    assert code == 0
+    events = {e["event_type"]: e for e in json.loads(out)["infra_events"]}
+    unload = (
+        "NamespacesBase - [null] Unloading namespace bundle public/default/0x00000000_0x40000000"
+    )
+    assert events["bundle_unload_requested"]["detail"] == unload  # no time, thread, level
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "message", UNLOAD_RUN, "--seq", "967")
+    [line] = [line for line in out.splitlines() if "bundle_unload_requested" in line]
+    assert line.rstrip().endswith(f"bundle_unload_requested {unload}")
+
+
 def test_analyze_path_reports_the_runs_of_path_only(examples_lakehouse, capsys):
     synthetic = str(EXAMPLES / "synthetic")
     code, out, _ = _cli(capsys, examples_lakehouse, "analyze", synthetic)
@@ -121,3 +135,83 @@ def test_analyze_path_reports_the_runs_of_path_only(examples_lakehouse, capsys):
     assert (code, result["other_runs"]) == (0, 1)
     found = [*result["runs"], *result["outages"], *result["anomalies"]]
     assert found and {f["run_id"] for f in found} == {SYNTHETIC_RUN}
+
+
+def _block(text: str, title: str) -> list[str]:
+    """The lines under the line `title`, up to the next blank line."""
+    lines = text.splitlines()
+    rest = lines[lines.index(title) + 1 :]
+    return rest[: rest.index("")] if "" in rest else rest
+
+
+def test_tables_fit_100_columns_and_wide_shows_every_count(examples_lakehouse, capsys):
+    code, out, _ = _cli(capsys, examples_lakehouse, "summary")
+    assert code == 0
+    tables = _block(out, "runs") + _block(out, "outages")
+    assert max(len(line.rstrip()) for line in tables) <= 100
+    runs = {r["run_id"]: r for r in _table(out, "runs")}
+    # lost 3 + out_of_order 1 + poll_skip 4; unacked_received 1 + duplicated 5 + redelivered 2
+    assert (runs[SYNTHETIC_RUN]["violations"], runs[SYNTHETIC_RUN]["info"]) == ("8", "8")
+    assert "(counts per kind: --wide or --json)" in out.splitlines()
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "summary", "--wide")
+    wide = {r["run_id"]: r for r in _table(out, "runs")}
+    assert (wide[SYNTHETIC_RUN]["duplicated"], wide[SYNTHETIC_RUN]["topic"]) == (
+        "5",
+        "persistent://public/default/orders",
+    )
+    assert "producer" in _block(out, "outages")[0]
+
+
+def test_runs_list_and_compare(examples_lakehouse, capsys):
+    code, out, _ = _cli(capsys, examples_lakehouse, "runs", "list", "--json")
+    assert code == 0
+    assert {r["run_id"] for r in json.loads(out)["runs"]} == {SYNTHETIC_RUN, UNLOAD_RUN}
+    code, out, _ = _cli(capsys, examples_lakehouse, "runs", "list")
+    assert out.startswith("2 run(s)\n")
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 100
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "compare", SYNTHETIC_RUN, UNLOAD_RUN, "--json")
+    assert code == 0
+    result = json.loads(out)
+    counts = {r["name"]: (r["a"], r["b"]) for r in result["counts"]}
+    assert counts["sent"] == (300, 4000) and counts["lost"] == (3, 0)
+    assert counts["valid"] == (False, True)
+    outages = {r["name"]: (r["a"], r["b"]) for r in result["outages"]}
+    assert outages["outages"] == (1, 2)
+    assert round(outages["outage_ms_longest"][1]) == 409
+    findings = sum(r["a"] for r in result["causes"])
+    assert findings == 1 + len(
+        [r for r in examples_lakehouse.read("anomalies").collect() if r["run_id"] == SYNTHETIC_RUN]
+    )
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "compare", SYNTHETIC_RUN, UNLOAD_RUN)
+    [lost] = [line.split() for line in _block(out, "counts") if line.startswith("lost ")]
+    assert lost == ["lost", "3", "0"]
+    code, _, err = _cli(capsys, examples_lakehouse, "compare", SYNTHETIC_RUN, "synthetic-fault")
+    assert code == 2 and "run 'synthetic-fault' does not exist" in err
+
+
+def test_messages_two_kinds_count_are_marked_in_the_output(examples_lakehouse, capsys):
+    code, out, _ = _cli(capsys, examples_lakehouse, "summary", "--run", SYNTHETIC_RUN, "--json")
+    marked = {
+        (a["kind"], a["seq_from"]): a["also_counted_as"] for a in json.loads(out)["anomalies"]
+    }
+    assert marked[("poll_skip", 50)] == [{"kind": "lost", "seq_from": 50, "seq_to": 52}]
+    assert marked[("lost", 50)] == [{"kind": "poll_skip", "seq_from": 50, "seq_to": 52}]
+    assert marked[("poll_skip", 200)] == [{"kind": "out_of_order", "seq_from": 200, "seq_to": 200}]
+    assert marked[("duplicated", 100)] == []
+    code, out, _ = _cli(capsys, examples_lakehouse, "summary", "--run", SYNTHETIC_RUN)
+    assert "    also counted as lost (seq 50–52) (docs/anomalies.md)" in out.splitlines()
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "message", SYNTHETIC_RUN, "--seq", "51")
+    assert "    also counted as poll_skip (seq 50–52) (docs/anomalies.md)" in out.splitlines()
+
+    code, out, _ = _cli(capsys, examples_lakehouse, "explain", SYNTHETIC_RUN, "--json")
+    pairs = [(p["kinds"], p["seq_from"], p["seq_to"]) for p in json.loads(out)["overlaps"]]
+    assert sorted(pairs) == [
+        (["lost", "poll_skip"], 50, 52),
+        (["out_of_order", "poll_skip"], 200, 200),
+    ]
+    code, out, _ = _cli(capsys, examples_lakehouse, "explain", SYNTHETIC_RUN)
+    assert "- seq 50–52 of p1 (reader-1): counted as lost and as poll_skip" in out.splitlines()
