@@ -39,6 +39,7 @@ LINE_EVENTS = {
     "ledger_created": "ledger rolled",
 }
 LABEL_GAP = timedelta(milliseconds=500)
+FEW_POINTS = 120
 
 
 def _line_label(marker: dict[str, Any]) -> str | None:
@@ -113,6 +114,14 @@ def _slice_text(slice_ms: float) -> str:
     return f"{slice_ms / 1000:g} s" if slice_ms >= 1000 else f"{slice_ms:g} ms"
 
 
+def _run_range(data: dict[str, Any]) -> list[datetime]:
+    """The run's window and a little more: a chaos action's end a minute later (out of view,
+    there on zooming out) does not squeeze the run into a corner."""
+    window = data["window"]
+    pad = max((window.end - window.start) * 0.02, timedelta(milliseconds=data["slice_ms"]))
+    return [window.start - pad, window.end + pad]
+
+
 def timeline_figure(data: dict[str, Any]) -> go.Figure:
     """Ack latency and send/ack rates over time, outage bands, infrastructure markers."""
     series, markers = data["series"], data["markers"]
@@ -134,12 +143,14 @@ def timeline_figure(data: dict[str, Any]) -> go.Figure:
                             ("max", "max_ms", "dash")):  # fmt: skip
         fig.add_trace(
             go.Scatter(x=t, y=[p[key] for p in series], name=f"latency {name}",
-                       mode="lines+markers", marker={"size": 3}, line={"dash": dash}),
+                       mode="lines+markers", marker={"size": 4}, line={"dash": dash}),
             row=1, col=1,
         )  # fmt: skip
+    # Dots too where a slice's point could be alone (a short run): a line of one point is unseen.
+    rate_mode = "lines+markers" if len(series) <= FEW_POINTS else "lines"
     for name, key in (("send rate", "send_rate"), ("ack rate", "ack_rate")):
         fig.add_trace(
-            go.Scatter(x=t, y=[p[key] for p in series], name=name, mode="lines"), row=2, col=1
+            go.Scatter(x=t, y=[p[key] for p in series], name=name, mode=rate_mode), row=2, col=1
         )
     fig.add_trace(
         go.Scatter(
@@ -171,7 +182,9 @@ def timeline_figure(data: dict[str, Any]) -> go.Figure:
     )
     # Explicitly dates: with no infrastructure event the last axis has no data to guess from
     # and the matched axes would fall back to a unitless linear scale.
-    fig.update_xaxes(type="date", showgrid=True, gridcolor="rgb(235,235,235)")
+    fig.update_xaxes(
+        type="date", range=_run_range(data), showgrid=True, gridcolor="rgb(235,235,235)"
+    )
     fig.update_xaxes(title_text=time_axis_title(), row=3, col=1)
     fig.update_yaxes(showgrid=True, gridcolor="rgb(235,235,235)")
     return fig
