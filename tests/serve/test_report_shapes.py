@@ -88,18 +88,25 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, d
     }
 
 
+@pytest.fixture(scope="module")
+def drawn(reports, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict, Path]]:
+    """Each report opened once at 1024 pixels and read, and its full-length screenshot."""
+    work = tmp_path_factory.mktemp("drawn")
+    return {run: (probe(out, work), screenshot(out, work)) for run, (out, _) in reports.items()}
+
+
 def _timeline(seen: dict) -> dict[str, dict]:
     return {t["name"]: t for t in seen["chart-timeline"]["traces"]}
 
 
 @pytest.mark.parametrize("run", [SIMULATED_RUN, REAL_RUN, ONE_MESSAGE_RUN, HOURS_RUN])
 def test_every_run_shape_draws_a_dated_axis_its_latency_and_a_table_within_the_page(
-    reports, run: str, tmp_path: Path
+    reports, drawn, run: str
 ) -> None:
-    out, summary = reports[run]
+    _, summary = reports[run]
     validate(summary, "report")
     assert summary["bytes"] < 1_000_000
-    seen = probe(out, tmp_path, width=1024)
+    seen, shot = drawn[run]
     timeline = seen["chart-timeline"]
     assert timeline["x_type"] == "date"
     assert timeline["x_title"][-1].startswith("time of day (")
@@ -108,45 +115,45 @@ def test_every_run_shape_draws_a_dated_axis_its_latency_and_a_table_within_the_p
     assert latency["points"] == summary["points"]
     assert 1 <= latency["values"] == latency["drawn"]
     assert seen["page_width"] <= seen["viewport"] and seen["summary_right"] <= seen["viewport"]
-    image = Image.open(screenshot(out, tmp_path))
+    image = Image.open(shot)
     assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 100  # not blank
 
 
-def test_the_real_run_shows_its_broker_loss_and_both_outages(reports, tmp_path: Path) -> None:
-    out, summary = reports[REAL_RUN]
+def test_the_real_run_shows_its_broker_loss_and_both_outages(reports, drawn) -> None:
+    _, summary = reports[REAL_RUN]
     assert summary["outages"] == 2 and summary["markers"] >= 10
     # 1000 sends over 18 s: 200 ms slices, more than 10 sends in each.
     assert summary["slice_ms"] == 200
     assert 1000 / summary["points"] >= MIN_SENDS_PER_SLICE
-    seen = probe(out, tmp_path)
+    seen = drawn[REAL_RUN][0]
     labels = seen["chart-timeline"]["subplot_titles"]
     assert {"broker lost", "kill-broker (chaos)"} <= set(labels)
     events = _timeline(seen)["infrastructure event"]
     assert events["points"] == summary["markers"]
 
 
-def test_the_simulated_run_shows_its_unload(reports, tmp_path: Path) -> None:
-    out, summary = reports[SIMULATED_RUN]
+def test_the_simulated_run_shows_its_unload(reports, drawn) -> None:
+    _, summary = reports[SIMULATED_RUN]
     assert summary["verdict"] is True and summary["markers"] >= 1
     assert 2000 / summary["points"] >= MIN_SENDS_PER_SLICE
-    seen = probe(out, tmp_path)
+    seen = drawn[SIMULATED_RUN][0]
     assert "unload (chaos)" in seen["chart-timeline"]["subplot_titles"]
 
 
-def test_a_run_of_one_message_is_one_slice_with_its_latency(reports, tmp_path: Path) -> None:
-    out, summary = reports[ONE_MESSAGE_RUN]
+def test_a_run_of_one_message_is_one_slice_with_its_latency(reports, drawn) -> None:
+    _, summary = reports[ONE_MESSAGE_RUN]
     assert summary["points"] == 1 and summary["verdict"] is True
-    seen = probe(out, tmp_path)
+    seen = drawn[ONE_MESSAGE_RUN][0]
     traces = _timeline(seen)
     assert traces["latency p50"]["max"] == 5  # acked 5 ms after its send
     assert traces["send rate"]["values"] == 1
 
 
-def test_a_three_hour_run_is_cut_into_two_minute_slices(reports, tmp_path: Path) -> None:
-    out, summary = reports[HOURS_RUN]
+def test_a_three_hour_run_is_cut_into_two_minute_slices(reports, drawn) -> None:
+    _, summary = reports[HOURS_RUN]
     # 1080 sends over 3 h: 10 sends a slice at least, so 2-minute slices, 90 of them.
     assert summary["slice_ms"] == 120_000 and summary["points"] == 90
-    seen = probe(out, tmp_path)
+    seen = drawn[HOURS_RUN][0]
     traces = _timeline(seen)
     assert traces["send rate"]["max"] == pytest.approx(0.1)  # one send every 10 s
     assert traces["latency p50"]["values"] == 90
