@@ -1,6 +1,7 @@
 """`pulsar-audit report RUN --out FILE.html`: one self-contained page that opens offline.
 
-Plotly's JavaScript is embedded once; the page loads nothing from anywhere else.
+Plotly's JavaScript (its basic bundle, compressed) is embedded once; the page loads nothing
+from anywhere else.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from typing import Any
 
 from serve.report_data import report_data
 from serve.report_figures import ledger_map_figure, timeline_figure
+from serve.report_plotly import DONE, chart, plotly_loader
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 SUMMARY_COLUMNS = (
     "topic", "subscription", "subscription_type", "valid", "sent", "acked", "nacked",
     "received", "lost", "unseen", "duplicated", "redelivered", "out_of_order",
-    "unacked_received", "outages", "reasons", "unchecked",
+    "unacked_received", "outages",
 )  # fmt: skip
+# Long text of a summary row, shown in a row of its own under the counts, across the table.
+SUMMARY_NOTES = ("reasons", "unchecked")
 CONFIG_COLUMNS = (
     "ts", "topic", "ensemble_size", "write_quorum", "ack_quorum", "brokers", "bookies",
     "deduplication", "scenario",
@@ -30,8 +34,13 @@ h1 { margin-bottom: 4px; } h2 { margin-top: 32px; }
 .verdict { display: inline-block; padding: 4px 12px; border-radius: 4px; font-weight: bold; }
 .v-true { background: #d4edda; } .v-false { background: #f8d7da; }
 .v-unknown { background: #fff3cd; }
-table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; max-width: 100%; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+td { overflow-wrap: break-word; }
+@media (max-width: 1279px) { th { overflow-wrap: anywhere; } }
+td.notes { color: #444; border-top: none; }
+/* A notes row takes the table's width and never widens it. */
+td.notes div { width: 0; min-width: 100%; }
 th { background: #f2f2f2; } .muted { color: #666; }
 """
 
@@ -48,15 +57,38 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+def _breakable(text: str, after: str) -> str:
+    return html.escape(text).replace(after, f"{after}<wbr>")
+
+
+def _notes(row: dict[str, Any], notes: tuple[str, ...], span: int) -> str:
+    said = [f"<b>{n}</b>: {html.escape(_text(row.get(n)))}" for n in notes if row.get(n)]
+    if not said:
+        return ""
+    return f'<tr><td class="notes" colspan="{span}"><div>{"<br>".join(said)}</div></td></tr>'
+
+
+def _table(
+    rows: list[dict[str, Any]],
+    columns: tuple[str, ...],
+    notes: tuple[str, ...] = (),
+    name: str = "",
+) -> str:
+    """An HTML table that wraps within the page; `notes`: long columns, each row's in a row of
+    its own below it."""
     if not rows:
         return '<p class="muted">(none)</p>'
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    # Headers may break after an underscore, cells after a slash (topics): the table fits.
+    head = "".join(f"<th>{_breakable(c, '_')}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_text(r.get(c)))}</td>" for c in columns) + "</tr>"
+        "<tr>"
+        + "".join(f"<td>{_breakable(_text(r.get(c)), '/')}</td>" for c in columns)
+        + "</tr>"
+        + _notes(r, notes, len(columns))
         for r in rows
     )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    table_id = f' id="{name}"' if name else ""
+    return f"<table{table_id}><tr>{head}</tr>{body}</table>"
 
 
 def overall_verdict(summary: list[dict[str, Any]]) -> str:
@@ -101,27 +133,26 @@ def render_html(data: dict[str, Any]) -> str:
     """The report page for one run's `report_data`."""
     verdict = overall_verdict(data["summary"])
     window = data["window"]
-    timeline = timeline_figure(data).to_html(
-        full_html=False, include_plotlyjs=True, div_id="chart-timeline", config=PLOTLY_CONFIG
-    )
-    ledger_map = ledger_map_figure(data["ledger_map"]).to_html(
-        full_html=False, include_plotlyjs=False, div_id="chart-ledger-map", config=PLOTLY_CONFIG
-    )
+    timeline = chart(timeline_figure(data), "chart-timeline", PLOTLY_CONFIG)
+    ledger_map = chart(ledger_map_figure(data["ledger_map"]), "chart-ledger-map", PLOTLY_CONFIG)
     run = html.escape(data["run_id"])
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>pulsar-audit: run {run}</title><style>{STYLE}</style></head>
+<title>pulsar-audit: run {run}</title><style>{STYLE}</style>
+{plotly_loader()}</head>
 <body>
 <h1>Run {run}</h1>
 <p>verdict <span class="verdict v-{verdict}" id="verdict">valid: {verdict}</span>
 <span class="muted">{_text(window.start)} .. {_text(window.end)} (client clock);
 {len(data["outages"])} outage(s), {len(data["anomalies"])} anomaly block(s)</span></p>
-{_table(data["summary"], SUMMARY_COLUMNS)}
+{_table(data["summary"], SUMMARY_COLUMNS, SUMMARY_NOTES, "summary")}
 <h2>Latency and rates over time</h2>
 <p class="muted">Red bands: outages (messages in flight, none completed). Vertical lines:
 unloads (violet), ownership, broker or bookie loss, ledger rolls.</p>
 {timeline}
 <h2>Anomalies by ledger and entry</h2>
+<p class="muted">Where lost, duplicated, out-of-order, redelivered and poll-skipped messages
+were stored (a lost message at its ack's position).</p>
 {ledger_map}
 <h2>Findings</h2>
 {_table(findings_rows(data), ("kind", "where", "when", "explanation", "probable causes"))}
@@ -129,6 +160,7 @@ unloads (violet), ownership, broker or bookie loss, ledger rolls.</p>
 {_table(data["config"], CONFIG_COLUMNS)}
 <h2>Checks</h2>
 {_table(data["checks"], CHECK_COLUMNS)}
+{DONE}
 </body></html>
 """
 
@@ -145,6 +177,7 @@ def write_report(read: Any, run_id: str, out: str | Path) -> dict[str, Any]:
         "bytes": path.stat().st_size,
         "verdict": overall_verdict(data["summary"]),
         "points": len(data["series"]),
+        "slice_ms": data["slice_ms"],
         "outages": len(data["outages"]),
         "markers": len(data["markers"]),
         "ledger_cells": len(data["ledger_map"]),

@@ -1,6 +1,6 @@
 """What the HTML report plots, aggregated in Spark to a bounded number of points.
 
-Per-message rows never leave Spark: the time series has at most `buckets` points, the ledger
+Per-message rows never leave Spark: the time series has at most MAX_SLICES points, the ledger
 map at most `max_cells` cells per anomaly kind, whatever the size of the run.
 """
 
@@ -15,12 +15,22 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.errors import InputError
 
-TIME_BUCKETS = 600
+# Rate slices: a round width (1 ms .. 1 h) giving about TARGET_SLICES slices over a short run
+# and 1 s slices over a long one (up to MAX_SLICES of them), never fewer than
+# MIN_SENDS_PER_SLICE sends in an average slice, so that a rate is not one batch's noise.
+TARGET_SLICES = 100
+MAX_SLICES = 3600
+LONG_RUN_SLICE_US = 1_000_000
+MIN_SENDS_PER_SLICE = 10
+ROUND_WIDTHS_MS = (
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000,
+    120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000,
+)  # fmt: skip
 MAP_CELLS = 500
 MARGIN = timedelta(seconds=2)
 MAX_MARKERS = 300
 MAX_FINDINGS = 200
-MAP_KINDS = ("lost", "duplicated", "out_of_order", "redelivered")
+MAP_KINDS = ("lost", "duplicated", "out_of_order", "redelivered", "poll_skip")
 STREAM = ["run_id", "topic", "partition", "producer"]
 # Infrastructure events worth a marker on the timeline (others stay in `explain`).
 MARKER_EVENTS = (
@@ -50,6 +60,7 @@ MARKER_EVENTS = (
 class Window:
     start: datetime
     end: datetime
+    sends: int = 0
 
     @property
     def width_us(self) -> int:
@@ -58,40 +69,57 @@ class Window:
 
 
 def run_window(producer_events: DataFrame, run_id: str) -> Window:
-    """First and last producer event of the run."""
+    """First and last producer event of the run, and how many sends it made."""
+    is_send = F.col("event") == "send"
     span = (
         producer_events.filter(F.col("run_id") == run_id)
-        .agg(F.min("ts").alias("start"), F.max("ts").alias("end"))
+        .agg(
+            F.min("ts").alias("start"),
+            F.max("ts").alias("end"),
+            F.count(F.when(is_send, 1)).alias("sends"),
+        )
         .first()
     )
     if span is None or span["start"] is None:
         raise InputError(f"run {run_id!r} has no producer events in this lakehouse")
-    return Window(span["start"], span["end"])
+    return Window(span["start"], span["end"], span["sends"])
 
 
-def _bucket(ts: Column, window: Window, buckets: int) -> Column:
-    """0..buckets-1: which equal slice of the run's window `ts` falls in."""
-    width = F.lit(max(1, -(-window.width_us // buckets)))
+def slice_width_us(window: Window) -> int:
+    """The rate slices' width in µs: the smallest round width that gives about TARGET_SLICES
+    slices (1 s ones once a run is longer), at most MAX_SLICES and at least
+    MIN_SENDS_PER_SLICE sends in an average slice (1 h slices past all that)."""
+    span = window.width_us
+    wanted_us = max(
+        span / MAX_SLICES,
+        min(LONG_RUN_SLICE_US, span / TARGET_SLICES),
+        span * MIN_SENDS_PER_SLICE / max(1, window.sends),
+    )
+    fits = [ms for ms in ROUND_WIDTHS_MS if ms * 1000 >= wanted_us]
+    return (fits[0] if fits else ROUND_WIDTHS_MS[-1]) * 1000
+
+
+def _slice(ts: Column, window: Window, width_us: int) -> Column:
+    """0, 1, ...: which slice of `width_us` from the run's start `ts` falls in."""
     offset = F.unix_micros(ts) - F.lit(int(window.start.timestamp() * 1e6))
-    return F.floor(offset / width).cast("long")
+    return F.floor(offset / F.lit(width_us)).cast("long")
 
 
 def time_series(
-    message_history: DataFrame, run_id: str, window: Window, buckets: int = TIME_BUCKETS
+    message_history: DataFrame, run_id: str, window: Window, width_us: int
 ) -> list[dict[str, Any]]:
-    """Per time slice: sends, acks, their rates per second, ack latency p50 / p99 / max.
-
-    Sends are counted at their send time, acks and latency at their ack time.
+    """Per time slice of `width_us`: sends, acks, their rates per second, ack latency p50 /
+    p99 / max. Sends are counted at their send time, acks and latency at their ack time.
     """
     run = message_history.filter(F.col("run_id") == run_id)
     sends = run.filter(F.col("send_ts").isNotNull()).select(
-        _bucket(F.col("send_ts"), window, buckets).alias("b"),
+        _slice(F.col("send_ts"), window, width_us).alias("b"),
         F.lit(1).alias("send"),
         F.lit(0).alias("ack"),
         F.lit(None).cast("double").alias("latency"),
     )
     acks = run.filter(F.col("acked") & F.col("ack_ts").isNotNull()).select(
-        _bucket(F.col("ack_ts"), window, buckets).alias("b"),
+        _slice(F.col("ack_ts"), window, width_us).alias("b"),
         F.lit(0).alias("send"),
         F.lit(1).alias("ack"),
         F.col("ack_latency_ms").alias("latency"),
@@ -107,7 +135,6 @@ def time_series(
         )
         .orderBy("b")
     )
-    width_us = max(1, -(-window.width_us // buckets))
     found = {r["b"]: r for r in per_bucket.collect()}
     last = max(found, default=-1)
     rows = []
@@ -205,6 +232,7 @@ def _rows(df: DataFrame, order: list[str], limit: int) -> list[dict[str, Any]]:
 def report_data(read: Any, run_id: str) -> dict[str, Any]:
     """Everything the report shows about `run_id`; read: table name → DataFrame."""
     window = run_window(read("producer_events"), run_id)
+    width_us = slice_width_us(window)
     of_run = F.col("run_id") == run_id
     history = read("message_history")
     anomalies = read("anomalies")
@@ -213,7 +241,8 @@ def report_data(read: Any, run_id: str) -> dict[str, Any]:
         "run_id": run_id,
         "window": window,
         "summary": _rows(read("run_summary").filter(of_run), ["topic", "subscription"], 100),
-        "series": time_series(history, run_id, window),
+        "slice_ms": width_us / 1000,
+        "series": time_series(history, run_id, window, width_us),
         "outages": _rows(read("outages").filter(of_run), ["start"], MAX_FINDINGS),
         "markers": markers(read("infra_events"), read("run_events"), run_id, window),
         "ledger_map": ledger_map(anomalies, history, run_id),
