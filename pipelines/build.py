@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -76,10 +77,12 @@ def build_findings(
     silver: Silver,
     pipeline: PipelineConfig,
     checks: frozenset[str] = EVERY_CHECK,
+    keep: Callable[[DataFrame], DataFrame] = lambda df: df,
 ) -> tuple[DataFrame, DataFrame]:
     """gold.anomalies and gold.outages (detectors leave `causes` empty for correlation).
 
-    checks: the typed checks to build (`pipelines.detectors.typed_checks`)."""
+    checks: the typed checks to build (`pipelines.detectors.typed_checks`); keep: how the
+    job keeps the detectors' shared intermediate frames (`detect_anomalies`)."""
     anomalies = detect_anomalies(
         silver.message_history,
         silver.delivery,
@@ -88,6 +91,7 @@ def build_findings(
         consumer_joins(bronze.consumer_events),
         pipeline,
         checks,
+        keep,
     )
     return anomalies, detect_outages(bronze.producer_events, pipeline)
 

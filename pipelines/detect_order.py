@@ -48,7 +48,10 @@ def ranked_ids(message_history: DataFrame) -> DataFrame:
 
 
 def detect_poll_skip(
-    message_history: DataFrame, delivery: DataFrame, subscriptions: DataFrame | None = None
+    message_history: DataFrame,
+    delivery: DataFrame,
+    subscriptions: DataFrame | None = None,
+    ranks: DataFrame | None = None,
 ) -> DataFrame:
     """Stored messages a consumer jumped over: after its furthest delivery so far it got one
     further than the next stored MessageId. count = skipped messages, blocks by seq.
@@ -57,8 +60,9 @@ def detect_poll_skip(
     partition that several consumers of one subscription read, each consumer's stored
     MessageIds leave out those another consumer of the subscription received (a Shared
     subscription splits the entries between them). Consumers that read disjoint partitions
-    (a Failover or Exclusive subscription per partition) keep the plain, cheaper check."""
-    ranks = ranked_ids(message_history)
+    (a Failover or Exclusive subscription per partition) keep the plain, cheaper check.
+    ranks: `ranked_ids(message_history)`, when the caller keeps it (it is read four times)."""
+    ranks = ranked_ids(message_history) if ranks is None else ranks
     if subscriptions is None:
         skipped = _jumped_over(delivery, ranks, TOPIC_PARTITION)
     else:

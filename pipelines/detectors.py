@@ -5,6 +5,7 @@ Detectors leave `causes` empty; root-cause correlation fills them in later.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 
 from pyspark.sql import DataFrame
@@ -23,7 +24,7 @@ from pipelines.common import (
 from pipelines.detect_duplicated import detect_duplicated
 from pipelines.detect_ids import detect_inconsistent_ids
 from pipelines.detect_keys import detect_key_order, detect_ownership_overlap, detect_stuck_keys
-from pipelines.detect_order import detect_nonmonotonic_send, detect_poll_skip
+from pipelines.detect_order import detect_nonmonotonic_send, detect_poll_skip, ranked_ids
 from pipelines.detect_walk import ORDERED_TYPES, detect_consumer_walk, with_subscription_type
 from pulsar_audit.config import PipelineConfig
 
@@ -165,6 +166,7 @@ def detect_anomalies(
     joins: DataFrame,
     pipeline: PipelineConfig,
     checks: frozenset[str] = EVERY_CHECK,
+    keep: Callable[[DataFrame], DataFrame] = lambda df: df,
 ) -> DataFrame:
     """gold.anomalies: every detector's rows.
 
@@ -172,21 +174,28 @@ def detect_anomalies(
     which order checks apply, docs/subscription-types.md); deduplication: from
     `pipelines.detect_duplicated.run_deduplication`; joins: consumers' `subscribe` events
     (`pipelines.detect_keys.consumer_joins`); pipeline: the thresholds; checks: the typed
-    checks to build (`typed_checks`; a detector left out would have found nothing).
+    checks to build (`typed_checks`; a detector left out would have found nothing); keep:
+    how the job keeps a frame that several detectors' reads would otherwise recompute (the
+    deliveries in order, the stored MessageIds' ranks: the poll skip reads each four times).
     """
     if TYPED in checks:
         typed = with_subscription_type(delivery, subscriptions)
     else:
         typed = delivery.withColumn("subscription_type", F.lit(None).cast("string"))
     kind = F.col("subscription_type")
-    in_order = typed.filter(kind.isNull() | kind.isin(*ORDERED_TYPES))
+    in_order = keep(typed.filter(kind.isNull() | kind.isin(*ORDERED_TYPES)))
     found = [
         detect_lost_or_unseen(message_history, subscriptions),
         detect_duplicated(message_history, deduplication),
         detect_redelivered(delivery),
         detect_consumer_walk(typed),
         detect_unacked_received(message_history),
-        detect_poll_skip(message_history, in_order.drop("subscription_type"), subscriptions),
+        detect_poll_skip(
+            message_history,
+            in_order.drop("subscription_type"),
+            subscriptions,
+            keep(ranked_ids(message_history)),
+        ),
         detect_nonmonotonic_send(message_history),
         detect_inconsistent_ids(message_history),
     ]

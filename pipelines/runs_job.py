@@ -125,6 +125,12 @@ def _compute(
     """Build silver, then gold, each table computed once and kept (checkpointed) for the steps
     after it; then write four side by side (one commit each, overlapping), anomalies last."""
     kept: dict[str, DataFrame] = {}
+    reused: list[DataFrame] = []
+
+    def reuse(df: DataFrame) -> DataFrame:
+        """A detectors' intermediate frame read several times: persisted while they run."""
+        reused.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return reused[-1]
 
     def keep(table: str, df: DataFrame) -> DataFrame:
         with spark_step(table):
@@ -139,9 +145,11 @@ def _compute(
         say("gold: anomalies and outages")
         checks = typed_checks(shared.subscriptions)
         found_anomalies, found_outages = build_findings(
-            events, shared, silver, config.pipeline, checks
+            events, shared, silver, config.pipeline, checks, reuse
         )
         anomalies = keep("anomalies", found_anomalies)
+        for df in reused:
+            df.unpersist()
         outages = keep("outages", found_outages)
         say("gold: run summary")
         keep("run_summary", build_summary(events, shared, silver, anomalies, outages))
@@ -154,6 +162,8 @@ def _compute(
     finally:
         for df in kept.values():
             release(df)
+        for df in reused:
+            df.unpersist()
 
 
 def _replace(
