@@ -15,7 +15,7 @@ from jobs import context
 
 def build_parser() -> argparse.ArgumentParser:
     # each group imports what its commands need only when they run: --help stays fast
-    from jobs.commands import analyze, capture, ingest, quarantine, risk, serve, simulate
+    from jobs.commands import analyze, capture, ingest, quarantine, risk, serve, server, simulate
 
     parser = argparse.ArgumentParser(
         prog="pulsar-audit",
@@ -38,13 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
         serve.register,  # alerts, message, sql, report
         quarantine.register,
         risk.register,
+        server.register,  # server start|stop|status, shell
     ):
         register(sub, common)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    return context.run(build_parser(), argv)
+    from jobs.warm import answer_from_server
+
+    answered = answer_from_server(sys.argv[1:] if argv is None else argv)
+    return context.run(build_parser(), argv) if answered is None else answered
 
 
 if __name__ == "__main__":
