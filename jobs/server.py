@@ -122,6 +122,7 @@ class Server:
             self.path.unlink()  # a stale socket of a server that was killed
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(self.path))
+        self.path.chmod(0o600)  # a question can write files (`report --out`): the owner's only
         listener.listen(16)
         listener.settimeout(POLL_S)
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
@@ -172,6 +173,10 @@ class Server:
                 link.send(conn, {"exit": code})
         except (BrokenPipeError, ConnectionResetError):  # the client went away (Ctrl-C)
             print("a client went away before its answer was complete", flush=True)
+        except Exception:  # e.g. the client's folder is gone: it answers cold, we go on
+            traceback.print_exc()
+            with contextlib.suppress(OSError):
+                link.send(conn, {"refused": "the server could not run the question"})
 
     def _warm_up(self) -> None:
         """Answer two questions into the void: loads the classes and the Delta logs every

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from jobs import server_link as link
@@ -50,7 +50,12 @@ def start_server(
     begun = time.monotonic()
     with open(log_path, "ab") as log:
         process = subprocess.Popen(  # noqa: S603 - our own module, our own arguments
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # not ended with the terminal or the caller's process group
+            cwd=config.lakehouse_path,  # a folder that lives as long as the server needs it
         )
     while time.monotonic() - begun < START_TIMEOUT_S:
         if process.poll() is not None:
@@ -72,17 +77,19 @@ def stop_server(config: Config) -> dict[str, Any]:
     if reply is None:
         return server_status(config)
     deadline = time.monotonic() + STOP_TIMEOUT_S
-    while _alive(reply["pid"]) and time.monotonic() < deadline:
+    while process_alive(reply["pid"]) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return {**reply, "running": _alive(reply["pid"]), "stopped": not _alive(reply["pid"])}
+    return {
+        **reply,
+        "running": process_alive(reply["pid"]),
+        "stopped": not process_alive(reply["pid"]),
+    }
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie whose parent has not reaped it does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    with contextlib.suppress(ChildProcessError):  # our own child (the tests'): reap it
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
