@@ -66,6 +66,7 @@ def _known(argv: list[str], lakehouse: str, logs: Path) -> bool:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    load_before = os.getloadavg()
     logs = Path(tempfile.mkdtemp(prefix="warm-answers-"))
     asked = questions(args.run, args.seq, logs / "report.html")
     asked = {n: q for n, q in asked.items() if n != "runs" or _known(q, args.lakehouse, logs)}
@@ -89,7 +90,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "run": args.run,
         "server_start_s": started["start_s"],
         "questions_answered_by_server": answered,
-        "load_before": os.getloadavg(),
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
         "rows": {name: _summary(row) for name, row in rows.items()},
     }
 
@@ -109,10 +111,15 @@ def _summary(row: dict[str, list[Measured]]) -> dict[str, Any]:
     }
 
 
+def _load(averages: tuple[float, ...]) -> str:
+    return "/".join(f"{x:.1f}" for x in averages)
+
+
 def render(result: dict[str, Any], cold_n: int, warm_n: int) -> str:
     lines = [
         f"lakehouse {result['lakehouse']}, run {result['run']}; load average "
-        f"{', '.join(f'{x:.1f}' for x in result['load_before'])} at the start; server start "
+        f"{_load(result['load_before'])} at the start, {_load(result['load_after'])} at the end "
+        f"(2 cores); server start "
         f"{result['server_start_s']} s; {result['questions_answered_by_server']} questions "
         "answered by the server",
         "",

@@ -126,8 +126,8 @@ class Server:
         listener.listen(16)
         listener.settimeout(POLL_S)
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
-        self.state_path.write_text(json.dumps(self.status()))
         self.last_activity = time.monotonic()
+        self.state_path.write_text(json.dumps(self.status()))
         print(f"ready in {self.ready_s:.1f} s: {json.dumps(self.status())}", flush=True)
         try:
             self._loop(listener)

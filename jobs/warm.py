@@ -12,6 +12,7 @@ none runs; unset, a running server is used and one is started only when stderr i
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -49,10 +50,13 @@ def question_config(argv: list[str]) -> Config | None:
     when there is none or it does not load (the cold path then says why)."""
     from jobs import context
 
-    known, _ = context.common_options().parse_known_args(argv)
-    try:
+    options = argparse.ArgumentParser(
+        add_help=False, parents=[context.common_options()], exit_on_error=False
+    )
+    try:  # a malformed option is the real parser's to report
+        known, _ = options.parse_known_args(argv)
         return context.Context(known).config
-    except ConfigError:
+    except (argparse.ArgumentError, ConfigError):
         return None
 
 
