@@ -69,6 +69,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
     logs = Path(tempfile.mkdtemp(prefix="warm-answers-"))
     asked = questions(args.run, args.seq, logs / "report.html")
+    asked = {n: q for n, q in asked.items() if not args.only or n.split()[0] in args.only}
     asked = {n: q for n, q in asked.items() if n != "runs" or _known(q, args.lakehouse, logs)}
     if _server("status", args.lakehouse)["running"]:
         raise SystemExit(f"a server already runs for {args.lakehouse}: stop it first")
@@ -142,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seq", type=int, required=True, help="the seq that message asks")
     parser.add_argument("--repeat", type=int, default=5, help="warm calls per question")
     parser.add_argument("--cold-repeat", type=int, default=1, help="cold calls per question")
+    parser.add_argument(
+        "--only", type=lambda t: t.split(","), help="these questions only, e.g. message,sql"
+    )
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     args.lakehouse = str(Path(args.lakehouse).resolve())

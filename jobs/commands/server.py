@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobs.context import EXIT_OK, EXIT_USAGE, Context
+from jobs.context import EXIT_OK, EXIT_USAGE, Context, common_options
 from jobs.server_control import DEFAULT_IDLE_TIMEOUT_S, server_status, start_server, stop_server
 from jobs.warm import MODE_VARIABLE
 from pulsar_audit.config import Config
@@ -92,7 +92,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     p = sub.add_parser(
         "shell",
-        parents=[common],
+        parents=[common_options(json_output=False)],  # each line takes its own --json
         help="ask many questions in one session, with history",
         description='Read commands (`sql "…"`, `message RUN --seq N`, `summary` …) one a '
         "line and answer each in one Spark session (the lakehouse's server when one runs); "

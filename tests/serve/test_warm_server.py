@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from json_schema_check import validate
 from serve_examples import SYNTHETIC_RUN
 
 from jobs.cli import main
@@ -43,7 +44,9 @@ def _cli(*argv: str, stdin: str | None = None, **env: str) -> subprocess.Complet
 def _status(root: Path) -> dict:
     done = _cli("server", "status", "--lakehouse", str(root), "--json")
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    status = json.loads(done.stdout)
+    validate(status, "server_status")
+    return status
 
 
 def _gone(pid: int) -> bool:
@@ -57,6 +60,7 @@ def server(examples_lakehouse):
     done = _cli("server", "start", "--lakehouse", str(root), "--idle-timeout", "600", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     status = json.loads(done.stdout)
+    validate(status, "server_start")
     yield root, status
     _cli("server", "stop", "--lakehouse", str(root))
     if not _gone(status["pid"]):
@@ -104,7 +108,9 @@ def test_stop_ends_the_server_and_a_question_then_answers_cold(server, capsys):
     root, started = server
     done = _cli("server", "stop", "--lakehouse", str(root), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["stopped"] is True
+    stopped = json.loads(done.stdout)
+    validate(stopped, "server_stop")
+    assert stopped["stopped"] is True
     assert _gone(started["pid"])
     assert _status(root) == {"running": False, "lakehouse": str(root)}
     assert not socket_path(root).exists()
