@@ -13,13 +13,14 @@ from pulsar_audit.config import Config
 
 
 def status_text(status: dict[str, Any]) -> str:
+    if status.get("stopping"):
+        done = "stopped" if status.get("stopped") else "asked to stop (still running)"
+        return f"{done} the server of {status['lakehouse']} (pid {status['pid']}, " + (
+            f"{status['questions']} question(s) in {status['uptime_s']} s)"
+        )
     if not status["running"]:
         log = "\n".join(status.get("log") or [])
         return f"no server runs for {status['lakehouse']}" + (f"\n{log}" if log else "")
-    if status.get("stopping"):
-        return f"stopped the server of {status['lakehouse']} (pid {status['pid']}, " + (
-            f"{status['questions']} question(s) in {status['uptime_s']} s)"
-        )
     head = "a server already runs" if status.get("already") else "server"
     if status.get("already") is False:
         head = f"started a server in {status['start_s']} s"

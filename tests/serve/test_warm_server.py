@@ -16,6 +16,7 @@ from json_schema_check import validate
 from serve_examples import SYNTHETIC_RUN
 
 from jobs.cli import main
+from jobs.commands.server import status_text
 from jobs.server_control import process_alive
 from jobs.server_link import socket_path
 from jobs.warm import MODE_VARIABLE
@@ -112,7 +113,10 @@ def test_stop_ends_the_server_and_a_question_then_answers_cold(server, capsys):
     validate(stopped, "server_stop")
     assert stopped["stopped"] is True
     assert _gone(started["pid"])
+    assert status_text(stopped).startswith(f"stopped the server of {root} (pid {started['pid']}")
     assert _status(root) == {"running": False, "lakehouse": str(root)}
+    said = _cli("server", "status", "--lakehouse", str(root)).stdout
+    assert said == f"no server runs for {root}\n"
     assert not socket_path(root).exists()
     capsys.readouterr()  # in-process, not at a terminal, mode unset: cold, and no server started
     assert (
