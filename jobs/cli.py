@@ -15,7 +15,17 @@ from jobs import context
 
 def build_parser() -> argparse.ArgumentParser:
     # each group imports what its commands need only when they run: --help stays fast
-    from jobs.commands import analyze, capture, ingest, quarantine, risk, runs, serve, simulate
+    from jobs.commands import (
+        analyze,
+        capture,
+        ingest,
+        quarantine,
+        risk,
+        runs,
+        serve,
+        server,
+        simulate,
+    )
 
     parser = argparse.ArgumentParser(
         prog="pulsar-audit",
@@ -39,13 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
         quarantine.register,
         runs.register,  # runs list, compare
         risk.register,
+        server.register,  # server start|stop|status, shell
     ):
         register(sub, common)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    return context.run(build_parser(), argv)
+    from jobs.warm import answer_from_server
+
+    answered = answer_from_server(sys.argv[1:] if argv is None else argv)
+    return context.run(build_parser(), argv) if answered is None else answered
 
 
 if __name__ == "__main__":

@@ -19,18 +19,28 @@ def register_tables(lakehouse: Lakehouse) -> list[str]:
     (Databricks) names tables `catalog.schema.table`; those names are used as they are.
     """
     spark = lakehouse.spark
+    app = spark.sparkContext.applicationId
     names = []
     for name, spec in TABLES.items():
         lakehouse.create(name)
         if lakehouse.config.storage != "path":
             names.append(lakehouse.location(name))
             continue
-        qualified = f"{spec.layer}.{spec.name}"
+        qualified, location = f"{spec.layer}.{spec.name}", lakehouse.location(name)
+        names.append(qualified)
+        # A warm session (the server, the shell) registered it for an earlier query: the
+        # table reads its latest version at every query, only the name is kept.
+        if _REGISTERED.get((app, qualified)) == location and spark.catalog.tableExists(qualified):
+            continue
         spark.sql("CREATE DATABASE IF NOT EXISTS IDENTIFIER(:db)", args={"db": spec.layer})
         spark.sql("DROP TABLE IF EXISTS IDENTIFIER(:t)", args={"t": qualified})
-        spark.catalog.createTable(qualified, path=lakehouse.location(name), source="delta")
-        names.append(qualified)
+        spark.catalog.createTable(qualified, path=location, source="delta")
+        _REGISTERED[(app, qualified)] = location
     return names
+
+
+# (Spark application, layer.table) -> the Delta path the session's catalog names by it
+_REGISTERED: dict[tuple[str, str], str] = {}
 
 
 def run_sql(lakehouse: Lakehouse, query: str, limit: int) -> dict[str, Any]:
