@@ -113,7 +113,8 @@ def test_every_run_shape_draws_a_dated_axis_its_latency_and_a_table_within_the_p
     assert timeline["x_ticks"] and all(":" in tick for tick in timeline["x_ticks"])
     latency = _timeline(seen)["latency p50"]
     assert latency["points"] == summary["points"]
-    assert 1 <= latency["values"] == latency["drawn"]
+    assert latency["values"] >= 1  # the run's latency points are there ...
+    assert latency["drawn"] == latency["values"]  # ... and every one of them is drawn
     assert seen["page_width"] <= seen["viewport"] and seen["summary_right"] <= seen["viewport"]
     image = Image.open(shot)
     assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 100  # not blank
