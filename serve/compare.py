@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.kinds import ANOMALY_KINDS
-from serve.forensics import check_run_exists
+from serve.snapshot import check_run_exists
 from serve.summary import json_verdict
 
 # Counted once per topic (every subscription of a topic repeats them); the rest per subscription.

@@ -6,28 +6,21 @@ has a handful of events, whatever the size of the run.
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.spark import side_by_side
 from serve.explain import infra_near, log_message
+from serve.snapshot import Snapshot, check_run_exists
 
 MESSAGE_KEY = ["run_id", "topic", "partition", "producer", "seq"]
 MAX_INFRA = 50
 MAX_CANDIDATES = 10
-MAX_NEAR_RUNS = 5
-# The version a VERSION --as-of counts in: the table that holds the findings.
-AS_OF_TABLE = "anomalies"
-# A recomputation writes these before the findings: the end of a VERSION's snapshot.
-RECOMPUTED_WITH = ("message_history", "delivery", AS_OF_TABLE)
 MESSAGE_TABLES = (
     "message_history",
     "producer_events",
@@ -38,85 +31,42 @@ MESSAGE_TABLES = (
 )
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """Every table as it stood at `at` (now when None), and the versions that were read."""
-
-    lakehouse: Lakehouse
-    at: datetime | None = None
-
-    def read(self, table: str) -> DataFrame:
-        return self.lakehouse.read_as_of(table, self.at)
-
-    def versions(self, tables: tuple[str, ...]) -> dict[str, int | None]:
-        """Each table's version read (None: not written yet). Now: a local lakehouse's from
-        the names in `_delta_log/`, no Spark job (six history jobs were a third of a warm
-        `message`); as of a time: the tables' histories, side by side."""
-        if self.at is None:
-            found = self.lakehouse.versions(tables)
-            return {t: (found[t] if found[t] >= 0 else None) for t in tables}
-        found = side_by_side(*(partial(self.lakehouse.version_at, t, self.at) for t in tables))
-        return dict(zip(tables, found, strict=True))
-
-
-def parse_as_of(lakehouse: Lakehouse, text: str | None) -> datetime | None:
-    """--as-of VERSION (of gold.anomalies) or TIMESTAMP (ISO 8601) → a UTC moment.
-
-    VERSION N is the lakehouse while gold.anomalies was at version N: every table as of just
-    before the next write to gold.anomalies or to the silver tables it is built from (a
-    recomputation begins with those), or now when there was none.
-    """
-    if text is None:
-        return None
-    if text.isdigit():
-        return _while_at_version(lakehouse, int(text))
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"--as-of {text!r}: expected a version number of gold.{AS_OF_TABLE} or an ISO 8601 "
-            "timestamp such as 2026-11-22T10:15:00Z"
-        ) from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment
-
-
-def _while_at_version(lakehouse: Lakehouse, version: int) -> datetime:
-    commits = dict(lakehouse.commits(AS_OF_TABLE))
-    if version not in commits:
-        raise InputError(
-            f"--as-of {version}: gold.{AS_OF_TABLE} has no version {version} "
-            f"(versions {min(commits)}..{max(commits)})"
-        )
-    written = commits[version]
-    later = [ts for table in RECOMPUTED_WITH for _, ts in lakehouse.commits(table) if ts > written]
-    if not later:
-        return datetime.now(UTC).replace(tzinfo=None)
-    return min(later) - timedelta(milliseconds=1)
-
-
-def _key_filter(run_id: str, seq: int, producer: str | None, topic: str | None):  # noqa: ANN202
+def _key_filter(  # noqa: ANN202
+    run_id: str, seq: int, producer: str | None, topic: str | None, *, client: bool = False
+):
+    """Rows of `seq` in the run, of the named producer and topic if any (in producer_events
+    the producer is the `client` column)."""
     condition = (F.col("run_id") == run_id) & (F.col("seq") == seq)
     if producer is not None:
-        condition &= F.col("producer") == producer
+        condition &= F.col("client" if client else "producer") == producer
     if topic is not None:
         condition &= F.col("topic") == topic
     return condition
 
 
-def find_message(
+def _candidates(
     snapshot: Snapshot, run_id: str, seq: int, producer: str | None, topic: str | None
-) -> dict[str, Any]:
-    """The message's silver.message_history row; fail naming the candidates if not one."""
+) -> list[dict[str, Any]]:
     found = (
         snapshot.read("message_history")
         .filter(_key_filter(run_id, seq, producer, topic))
         .limit(MAX_CANDIDATES)
         .collect()
     )
+    return [r.asDict(recursive=True) for r in found]
+
+
+def _one_message(
+    snapshot: Snapshot,
+    found: list[dict[str, Any]],
+    run_id: str,
+    seq: int,
+    producer: str | None,
+    topic: str | None,
+) -> dict[str, Any]:
+    """The message's silver.message_history row; fail naming the candidates if not one."""
     if len(found) == 1:
-        return found[0].asDict(recursive=True)
+        return found[0]
     if not found:
         check_run_exists(snapshot, run_id)
         raise InputError(
@@ -131,114 +81,126 @@ def find_message(
     )
 
 
-def check_run_exists(snapshot: Snapshot, run_id: str) -> None:
-    """Fail naming the runs of gold.run_summary whose ids are near `run_id` when it is none."""
-    summary = snapshot.read("run_summary")
-    runs = [r["run_id"] for r in summary.select("run_id").distinct().collect()]  # one per run
-    if run_id in runs:
-        return
-    near = difflib.get_close_matches(run_id, runs, n=MAX_NEAR_RUNS)
-    if near:
-        hint = f"near names: {', '.join(near)}"
-    elif runs:
-        hint = f"none is near; `pulsar-audit summary` lists its {len(runs)} run(s)"
-    else:
-        hint = "it has no runs yet: `pulsar-audit analyze PATH` ingests and judges some"
-    raise InputError(f"run {run_id!r} does not exist in this lakehouse ({hint})")
+KEY_COLUMNS = ("topic", "partition")
+PRODUCER_EVENT_COLUMNS = (
+    "event",
+    "ts",
+    "ledger_id",
+    "entry_id",
+    "batch_index",
+    "error",
+    "source_file",
+    "line_number",
+)
+DELIVERY_COLUMNS = (
+    "subscription",
+    "consumer",
+    "ts",
+    "ledger_id",
+    "entry_id",
+    "batch_index",
+    "redelivery_count",
+    "delivery_index",
+    "key",
+)
+ANOMALY_COLUMNS = (
+    "anomaly_id",
+    "kind",
+    "subscription",
+    "seq_from",
+    "seq_to",
+    "count",
+    "explanation",
+    "causes",
+)
+HISTORY = (
+    "sent",
+    "send_ts",
+    "acked",
+    "ack_ts",
+    "ack_latency_ms",
+    "ack_id",
+    "nacked",
+    "nack_ts",
+    "nack_error",
+    "copies",
+    "subscriptions",
+    "key",
+)
 
 
-def _is_message(message: dict[str, Any], producer_column: str = "producer"):  # noqa: ANN202
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def _reads_by_seq(
+    snapshot: Snapshot, run_id: str, seq: int, producer: str | None, topic: str | None
+) -> list[list[dict[str, Any]]]:
+    """What needs only the seq (and the named producer and topic): the producer events and
+    deliveries of every message with that seq, the anomaly blocks holding it, the run's
+    subscription types (gold.run_summary: a handful of rows per run and topic); each still
+    to be narrowed to the one message's key, side by side."""
+    events = snapshot.read("producer_events").filter(
+        _key_filter(run_id, seq, producer, topic, client=True)
+    )
+    produced = events.orderBy("ts", "event_index", "source_file", "line_number").select(
+        *KEY_COLUMNS, F.col("client").alias("producer"), *PRODUCER_EVENT_COLUMNS
+    )
+    delivered = (
+        snapshot.read("delivery")
+        .filter(_key_filter(run_id, seq, producer, topic))
+        .orderBy("ts", "consumer")
+        .select(*KEY_COLUMNS, "producer", *DELIVERY_COLUMNS)
+    )
+    holds_seq = (F.col("run_id") == run_id) & (F.col("seq_from") <= seq) & (F.col("seq_to") >= seq)
+    if producer is not None:
+        holds_seq &= F.col("producer") == producer
+    if topic is not None:
+        holds_seq &= F.col("topic") == topic
+    anomalies = snapshot.read("anomalies").filter(holds_seq)
+    blocks = anomalies.select(*KEY_COLUMNS, "producer", *ANOMALY_COLUMNS)
+    summary = snapshot.read("run_summary").filter(F.col("run_id") == run_id)
+    types = summary.select("topic", "subscription", "subscription_type")
+    return side_by_side(*(partial(_rows, df) for df in (produced, delivered, blocks, types)))
+
+
+def _same_key(row: dict[str, Any], message: dict[str, Any]) -> bool:
     return (
-        (F.col("run_id") == message["run_id"])
-        & (F.col("topic") == message["topic"])
-        & (F.col("partition") == message["partition"])
-        & (F.col(producer_column) == message["producer"])
-        & (F.col("seq") == message["seq"])
+        row["topic"] == message["topic"]
+        and row["partition"] == message["partition"]
+        and row["producer"] == message["producer"]
     )
 
 
-def producer_events(snapshot: Snapshot, message: dict[str, Any]) -> list[dict[str, Any]]:
-    """Sends (a second send is a retry), acks and nacks of the message, in the client's order."""
-    events = snapshot.read("producer_events").filter(_is_message(message, "client"))
-    ordered = events.orderBy("ts", "event_index", "source_file", "line_number")
-    return [
-        r.asDict()
-        for r in ordered.select(
-            "event",
-            "ts",
-            "ledger_id",
-            "entry_id",
-            "batch_index",
-            "error",
-            "source_file",
-            "line_number",
-        ).collect()
-    ]
+def _without_key(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in (*KEY_COLUMNS, "producer")}
 
 
-def deliveries(snapshot: Snapshot, message: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every delivery of the message, per subscription and consumer, in time order."""
-    rows = snapshot.read("delivery").filter(_is_message(message)).orderBy("ts", "consumer")
-    return [
-        r.asDict()
-        for r in rows.select(
-            "subscription",
-            "consumer",
-            "ts",
-            "ledger_id",
-            "entry_id",
-            "batch_index",
-            "redelivery_count",
-            "delivery_index",
-            "key",
-        ).collect()
-    ]
+def _finding(block: dict[str, Any]) -> dict[str, Any]:
+    return {**_without_key(block), "id": block["anomaly_id"]}
 
 
-def subscription_types(snapshot: Snapshot, message: dict[str, Any]) -> dict[str, str | None]:
-    """subscription → its type (gold.run_summary; a handful of rows per run and topic)."""
-    runs = snapshot.read("run_summary").filter(
-        (F.col("run_id") == message["run_id"]) & (F.col("topic") == message["topic"])
-    )
-    return {r["subscription"]: r["subscription_type"] for r in runs.collect()}
-
-
-def findings(snapshot: Snapshot, message: dict[str, Any], until: datetime | None) -> list[dict]:
-    """The anomaly blocks holding the message's seq, and outages while it was in flight."""
+def outages_in_flight(
+    snapshot: Snapshot, message: dict[str, Any], until: datetime | None
+) -> list[dict[str, Any]]:
+    """The outages of the message's stream while it was in flight (sent .. acked or nacked)."""
+    sent = message["send_ts"]
+    if sent is None:
+        return []
     same_stream = (
         (F.col("run_id") == message["run_id"])
         & (F.col("topic") == message["topic"])
         & (F.col("partition") == message["partition"])
         & (F.col("producer") == message["producer"])
     )
-    holds_seq = F.col("seq_from") <= message["seq"]
-    holds_seq &= F.col("seq_to") >= message["seq"]
-    anomalies = snapshot.read("anomalies").filter(same_stream & holds_seq)
-    found = [
-        {**r.asDict(recursive=True), "id": r["anomaly_id"]}
-        for r in anomalies.select(
-            "anomaly_id",
-            "kind",
-            "subscription",
-            "seq_from",
-            "seq_to",
-            "count",
-            "explanation",
-            "causes",
-        ).collect()
+    overlaps = (F.col("start") <= (until or sent)) & (F.col("end") >= sent)
+    outages = snapshot.read("outages").filter(same_stream & overlaps)
+    return [
+        {**r, "id": r["outage_id"], "kind": "outage"}
+        for r in _rows(
+            outages.select("outage_id", "start", "end", "duration_ms", "explanation", "causes")
+        )
     ]
-    sent = message["send_ts"]
-    if sent is not None:
-        done = until or sent
-        overlaps = (F.col("start") <= done) & (F.col("end") >= sent)
-        outages = snapshot.read("outages").filter(same_stream & overlaps)
-        found += [
-            {**r.asDict(recursive=True), "id": r["outage_id"], "kind": "outage"}
-            for r in outages.select(
-                "outage_id", "start", "end", "duration_ms", "explanation", "causes"
-            ).collect()
-        ]
-    return sorted(found, key=lambda f: (f["kind"], f["id"]))
 
 
 def infra_around(
@@ -272,42 +234,47 @@ def message_life(
     producer: str | None = None,
     topic: str | None = None,
 ) -> dict[str, Any]:
-    """Everything the tables hold about one message (the `message --json` object)."""
-    message = find_message(snapshot, run_id, seq, producer, topic)
-    produced = producer_events(snapshot, message)
-    types = subscription_types(snapshot, message)
+    """Everything the tables hold about one message (the `message --json` object).
+
+    Two rounds of reads, each side by side (a warm `message` is its Spark jobs: seven one
+    after the other were 2 s at 10⁶ messages): first the message's row and every table read
+    that needs only its seq, producer and topic (filtered to its exact key once it is known);
+    then the outages and infrastructure events, which need its times.
+    """
+    candidates, by_seq = side_by_side(
+        partial(_candidates, snapshot, run_id, seq, producer, topic),
+        partial(_reads_by_seq, snapshot, run_id, seq, producer, topic),
+    )
+    message = _one_message(snapshot, candidates, run_id, seq, producer, topic)
+    produced_rows, delivered_rows, anomaly_rows, type_rows = by_seq
+    produced = [_without_key(e) for e in produced_rows if _same_key(e, message)]
+    types = {
+        r["subscription"]: r["subscription_type"]
+        for r in type_rows
+        if r["topic"] == message["topic"]
+    }
     delivered = [
-        {**d, "subscription_type": types.get(d["subscription"])}
-        for d in deliveries(snapshot, message)
+        {**_without_key(d), "subscription_type": types.get(d["subscription"])}
+        for d in delivered_rows
+        if _same_key(d, message)
     ]
     moments = [e["ts"] for e in produced] + [d["ts"] for d in delivered]
     start, end = (min(moments), max(moments)) if moments else (None, None)
     completed = message["ack_ts"] or message["nack_ts"]
+    outage_rows, infra = side_by_side(
+        partial(outages_in_flight, snapshot, message, completed),
+        partial(infra_around, snapshot, message["topic"], start, end) if start else list,
+    )
+    anomalies = [_finding(a) for a in anomaly_rows if _same_key(a, message)]
     return {
         "message": {k: message[k] for k in MESSAGE_KEY},
         "as_of": {
             "at": snapshot.at,
             "versions": snapshot.versions(MESSAGE_TABLES),
         },
-        "history": {
-            k: message[k]
-            for k in (
-                "sent",
-                "send_ts",
-                "acked",
-                "ack_ts",
-                "ack_latency_ms",
-                "ack_id",
-                "nacked",
-                "nack_ts",
-                "nack_error",
-                "copies",
-                "subscriptions",
-                "key",
-            )
-        },
+        "history": {k: message[k] for k in HISTORY},
         "producer_events": produced,
         "deliveries": delivered,
-        "findings": findings(snapshot, message, completed),
-        "infra_events": infra_around(snapshot, message["topic"], start, end) if start else [],
+        "findings": sorted(anomalies + outage_rows, key=lambda f: (f["kind"], f["id"])),
+        "infra_events": infra,
     }

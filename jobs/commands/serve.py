@@ -118,7 +118,8 @@ def render_message(result: dict[str, Any]) -> str:
 
 
 def cmd_message(ctx: Context) -> int:
-    from serve.forensics import Snapshot, message_life, parse_as_of
+    from serve.forensics import message_life
+    from serve.snapshot import Snapshot, parse_as_of
 
     args = ctx.args
     snapshot = Snapshot(ctx.lakehouse, parse_as_of(ctx.lakehouse, args.as_of))

@@ -18,7 +18,8 @@ from pulsar_audit.config import AlertsConfig, FileSinkConfig, SinkConfig, load_c
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.output import print_json
-from serve.forensics import Snapshot, message_life, parse_as_of
+from serve.forensics import message_life
+from serve.snapshot import Snapshot, parse_as_of
 from serve.sql import run_sql
 
 TOPIC = "persistent://public/default/orders"
