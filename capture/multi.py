@@ -63,13 +63,15 @@ def start_multi(
     timeouts: Timeouts = Timeouts(),  # noqa: B008 - frozen
     load_manager: str = "modular",
     autorecovery: bool = False,
+    broker_settings: dict[str, str] | None = None,
 ) -> ClusterState:
     """Start ZooKeeper, write the cluster metadata, start the bookies and brokers, and wait
     until every broker answers. On failure every started process is stopped.
 
     network: run each process in its own namespace of this network (its host named like the
     process), else all on loopback. load_manager: a LOAD_MANAGERS name. autorecovery: also
-    run BookKeeper's AutoRecovery (auditor and replication worker) as a process of its own."""
+    run BookKeeper's AutoRecovery (auditor and replication worker) as a process of its own.
+    broker_settings: broker.conf settings added to the template's."""
 
     def place(name: str) -> tuple[str, str]:
         if network is None:
@@ -119,6 +121,10 @@ def start_multi(
             session_expired=timeouts.broker_session_expired, default_quorum=min(2, bookies),
             shedder=LOAD_MANAGERS[load_manager][1],
         )  # fmt: skip
+        with path.open("a") as conf_file:
+            conf_file.writelines(
+                f"{key}={value}\n" for key, value in (broker_settings or {}).items()
+            )
         spec.argv += ["--broker-conf", str(path)]
         broker_specs.append(spec)
     state = ClusterState(

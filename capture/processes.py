@@ -39,6 +39,9 @@ class ClusterState:
     network: dict | None = None  # netns.Network.as_dict() when each process has a namespace
     load_manager: str = "modular"
     session_expired: str = "reconnect"  # the brokers' zookeeperSessionExpiredPolicy
+    # the brokers' autoSkipNonRecoverableData: a read of entries no bookie has any more skips
+    # them (as an operator sets it to unblock consumers after a loss) instead of failing
+    skip_lost_data: bool = False
 
     @property
     def autorecovery(self) -> bool:

@@ -41,6 +41,7 @@ def cmd_cluster(ctx: Context) -> int:
         cluster.up(
             workdir, ctx.args.brokers, ctx.args.bookies, ctx.args.netns, session_ms,
             ctx.args.load_manager, ctx.args.session_expired, ctx.args.autorecovery,
+            ctx.args.skip_lost_data,
         )  # fmt: skip
     if action == "down":
         stopped = cluster.down(workdir)
@@ -191,7 +192,7 @@ def cmd_chaos_run(ctx: Context) -> int:
         state = cluster.up(
             workdir, args.brokers or brokers, args.bookies or bookies, netns,
             NETNS_SESSION_MS if netns else None, session_expired=args.session_expired,
-            autorecovery=args.autorecovery,
+            autorecovery=args.autorecovery, skip_lost_data=args.skip_lost_data,
         )  # fmt: skip
     try:
         captured = capture(_capture_options(ctx, state, label), state)
@@ -323,6 +324,9 @@ def _autorecovery_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--autorecovery", action="store_true", help="also run BookKeeper's "
                    "AutoRecovery (auditor and replication worker) as a process of the cluster; "
                    "its log goes with the bookies'")  # fmt: skip
+    p.add_argument("--skip-lost-data", action="store_true", help="the brokers skip entries no "
+                   "bookie has any more (autoSkipNonRecoverableData) instead of failing reads"
+                   )  # fmt: skip
 
 
 def cmd_zk_capture(ctx: Context) -> int:
