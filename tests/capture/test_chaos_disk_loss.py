@@ -20,7 +20,16 @@ pytestmark = [pytest.mark.pulsar, pytest.mark.slow, pytest.mark.chaos]
 MESSAGES, RATE, FAULT_AT = 3000, 200.0, 0.3
 
 
-def _wipe_run(tmp_path: Path, lakehouse, config, action, bookies, quorum, skip=False) -> tuple:  # noqa: ANN001
+def _wipe_run(  # noqa: PLR0913
+    tmp_path: Path,
+    lakehouse,
+    config,
+    action,
+    bookies,
+    quorum,
+    skip=False,
+    messages=MESSAGES,  # noqa: ANN001
+) -> tuple:
     """Start 1 broker, `bookies` bookies and AutoRecovery (the brokers skipping lost entries
     if `skip`); capture with `action` at 30 % of the acks; analyze. Returns (the chaos
     events, the run's row, its anomalies, the copied AutoRecovery log)."""
@@ -33,7 +42,7 @@ def _wipe_run(tmp_path: Path, lakehouse, config, action, bookies, quorum, skip=F
         )
         out = tmp_path / action
         summary = chaos_capture(
-            state, out, action, messages=MESSAGES, config=quorum, rate=RATE, fault_at=FAULT_AT
+            state, out, action, messages=messages, config=quorum, rate=RATE, fault_at=FAULT_AT
         )
         start, end = trace_events(out, "chaos")
         victims = [state.get(name) for name in start["target"].split(",")]
@@ -81,8 +90,10 @@ def test_wiping_the_write_quorum_with_lost_entries_skipped_shows_them_lost(
 def test_one_disk_lost_at_qw_qa_2_with_autorecovery_loses_nothing(
     lakehouse, config, tmp_path
 ) -> None:
+    # 6000 messages (30 s of sends): the run lasts past the auditor's marking, so that the
+    # replication worker's repair (or its failure) is in the copied log
     (start, end), run, anomalies, recovery_log = _wipe_run(
-        tmp_path, lakehouse, config, "wipe-bookie-disk", bookies=4, quorum=(3, 2, 2)
+        tmp_path, lakehouse, config, "wipe-bookie-disk", 4, (3, 2, 2), messages=6000
     )
     assert start["target"].startswith("bookie-") and end["files_wiped"] > 0, end
     # every entry had a second copy: nothing acknowledged may be missing
