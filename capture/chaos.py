@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from capture import process
+from capture import disk_loss, process
 from capture.admin import Admin, TopicName
 from capture.netns import Network
-from capture.processes import ClusterState, save_state, wait_ready
+from capture.processes import ClusterState, kill_and_restart, save_state, wait_ready
 from pulsar_audit.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,8 @@ ACTIONS = (
     "isolate-bookie-from-zk",
     "partition-broker-from-bookies",
     "lossy-broker-bookies",
+    "wipe-bookie-disk",
+    "wipe-qw-bookies-disk",
 )
 NEEDS_MULTI = ACTIONS[2:]
 NEEDS_NETNS = (
@@ -47,6 +49,8 @@ NEEDS_NETNS = (
 )
 # Faults the harness undoes itself, between a read while the fault holds and a second read.
 READ_WHILE_DOWN = ("kill-qw-bookies",)
+# Disk loss (disk_loss.py): bookies killed, their directories and cookies deleted, restarted empty.
+WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk")
 # How long a killed or stopped bookie stays down before its restart: longer than its ZooKeeper
 # session (BookKeeper's zkTimeout, 10 s by default), or the restarted bookie finds its old
 # registration still there and shuts down (LockBusyException), leaving the cluster a bookie short.
@@ -85,8 +89,11 @@ class ChaosSpec:
         return f"{self.action}:{self.count}" if self.action == "kill-bookies" else self.action
 
 
-def check_possible(spec: ChaosSpec, state: ClusterState | None) -> None:
-    """Refuse actions the cluster cannot take (killing a broker of a standalone kills it all)."""
+def check_possible(
+    spec: ChaosSpec, state: ClusterState | None, config: tuple[int, int, int] | None = None
+) -> None:
+    """Refuse actions the cluster cannot take (killing a broker of a standalone kills it all);
+    config: the run's E-Qw-Qa, checked against the cluster's bookies."""
     if spec.action in NEEDS_MULTI and (state is None or state.kind != "cluster"):
         raise UsageError(
             f"chaos action {spec.action} needs a multi-process cluster started by "
@@ -102,6 +109,8 @@ def check_possible(spec: ChaosSpec, state: ClusterState | None) -> None:
             f"chaos action {spec.action} cuts network links: it needs a cluster started with "
             "`pulsar-audit cluster up --netns` (each process in its own network namespace)"
         )
+    if config and state:
+        disk_loss.check_quorum(spec.action, state, config)
 
 
 Report = Callable[[str, dict], None]
@@ -143,19 +152,25 @@ def run_action(
     elif spec.action == "kill-broker":
         victim = _owning_broker(target)
         report(victim.name, {"pid": victim.pid, "host": victim.host})
-        _kill_and_restart(state, [victim], signal.SIGKILL, down_s=0.0)
+        kill_and_restart(state, [victim], signal.SIGKILL, down_s=0.0)
         report(victim.name, {"phase": "end", "restarted": True})
     elif spec.action in ("kill-bookie", "stop-bookie", "kill-bookies"):
         victims = _bookies_to_hit(target, spec.count if spec.action == "kill-bookies" else 1)
         report(_names(victims), _pids(victims))
         sig = signal.SIGTERM if spec.action == "stop-bookie" else signal.SIGKILL
-        _kill_and_restart(state, victims, sig, down_s=BOOKIE_DOWN_S)
+        kill_and_restart(state, victims, sig, down_s=BOOKIE_DOWN_S)
         report(_names(victims), {"phase": "end", "restarted": True})
     elif spec.action == "kill-qw-bookies":
         victims = _bookies_to_hit(target, write_quorum)
         report(_names(victims), _pids(victims))
-        killed_at = _kill(victims, signal.SIGKILL)
+        killed_at = process.kill_all(victims, signal.SIGKILL)
         result["restore"] = _restore_one(state, victims, killed_at, report)
+    elif spec.action in WIPES:
+        victims = _bookies_to_hit(target, write_quorum if spec.action == WIPES[1] else 1)
+        report(_names(victims), _pids(victims))
+        killed_at = process.kill_all(victims, signal.SIGKILL)
+        lost = disk_loss.lose_disks(state, victims, killed_at, BOOKIE_DOWN_S)
+        report(_names(victims), {"phase": "end", "restarted": True, **lost})
     else:
         _network_fault(spec, target, report)
     result["duration_s"] = round(time.monotonic() - started, 3)
@@ -252,32 +267,6 @@ def _bookies_to_hit(target: Target, count: int) -> list[process.ProcessSpec]:
     chosen = [by_address[address] for address in ensemble if address in by_address]
     chosen += [spec for spec in bookies if spec not in chosen]
     return chosen[:count]
-
-
-def _kill(victims: list[process.ProcessSpec], sig: int) -> float:
-    """Signal every victim at once and wait until all are gone; returns when they were hit."""
-    hit_at = time.monotonic()
-    for victim in victims:
-        process.kill(victim.pid, sig)
-    for victim in victims:
-        if not process.wait_gone(victim.pid, 60.0):
-            process.kill(victim.pid, signal.SIGKILL)
-            process.wait_gone(victim.pid, 10.0)
-    return hit_at
-
-
-def _kill_and_restart(
-    state: ClusterState, victims: list[process.ProcessSpec], sig: int, down_s: float
-) -> None:
-    """Signal the processes, wait until they are gone, keep them down `down_s`, start them."""
-    _kill(victims, sig)
-    time.sleep(down_s)
-    for victim in victims:
-        process.spawn(victim)
-        log.info("restarted %s as pid %d", victim.name, victim.pid)
-    save_state(state)
-    if any(victim.role == "broker" for victim in victims):
-        wait_ready(state)
 
 
 def _restore_one(

@@ -48,23 +48,31 @@ def up(
     session_ms: int | None = None,
     load_manager: str = "modular",
     session_expired: str = "reconnect",
+    autorecovery: bool = False,
+    skip_lost_data: bool = False,
 ) -> ClusterState:
-    """Start a cluster in `workdir` (standalone when 1 broker and 1 bookie, unless `netns`), or
-    return the one already running there if it has the same shape.
+    """Start a cluster in `workdir` (standalone when 1 broker and 1 bookie and nothing else is
+    asked for), or return the one already running there if it has the same shape.
 
     netns: every process in its own network namespace on a private bridge (see netns.py), so
     that links can be cut; session_ms: the brokers' ZooKeeper session timeout; load_manager:
     "modular" (Pulsar's default) or "extensible" (bundles can be transferred, PIP-192);
     session_expired: what a broker does when its ZooKeeper session expires, "reconnect"
-    (Pulsar 4.0's default) or "shutdown" (it halts, as Pulsar 2.x brokers did)."""
+    (Pulsar 4.0's default) or "shutdown" (it halts, as Pulsar 2.x brokers did); autorecovery:
+    BookKeeper's AutoRecovery (auditor and replication worker) runs as a process of its own;
+    skip_lost_data: the brokers skip entries no bookie has any more (autoSkipNonRecoverableData)
+    instead of failing the reads, so that a reader can reach the end after a loss."""
     workdir = Path(workdir or default_workdir()).resolve()
     current = running(workdir)
     if current:
         shape = (current.brokers, current.bookies, current.network is not None)
-        if (*shape, current.session_expired) != (brokers, bookies, netns, session_expired):
+        shape += (current.session_expired, current.autorecovery, current.skip_lost_data)
+        if shape != (brokers, bookies, netns, session_expired, autorecovery, skip_lost_data):
             raise SetupError(
                 f"a {current.kind} with {current.brokers} broker(s) and {current.bookies} "
-                f"bookie(s){' (netns)' if current.network else ''} whose brokers "
+                f"bookie(s){' (netns)' if current.network else ''}"
+                f"{' and AutoRecovery' if current.autorecovery else ''}"
+                f"{' skipping lost data' if current.skip_lost_data else ''} whose brokers "
                 f"{current.session_expired} on session expiry already runs in {workdir}; "
                 "`pulsar-audit cluster down` first"
             )
@@ -74,7 +82,10 @@ def up(
         shutil.rmtree(workdir / sub, ignore_errors=True)
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
     started = time.time()
-    if brokers == 1 and bookies == 1 and not netns and load_manager == "modular":
+    multi = (brokers, bookies, netns, load_manager, autorecovery, skip_lost_data) != (
+        1, 1, False, "modular", False, False,
+    )  # fmt: skip
+    if not multi:
         state = _start_standalone(workdir)
     else:
         from capture.multi import Timeouts, start_multi
@@ -86,12 +97,16 @@ def up(
             broker_session_expired=session_expired,
         )
         try:
-            state = start_multi(workdir, brokers, bookies, network, timeouts, load_manager)
+            settings = {"autoSkipNonRecoverableData": "true"} if skip_lost_data else {}
+            state = start_multi(
+                workdir, brokers, bookies, network, timeouts, load_manager, autorecovery, settings
+            )
         except BaseException:
             if network:
                 network.teardown()
             raise
     state.load_manager, state.session_expired = load_manager, session_expired
+    state.skip_lost_data = skip_lost_data
     state.started_at, state.startup_s = started, round(time.time() - started, 2)
     save_state(state)
     return state

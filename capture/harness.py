@@ -112,7 +112,7 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     """Run the capture; returns a summary (also written to <out>/capture.json)."""
     opts.check()
     if opts.chaos:
-        chaos.check_possible(opts.chaos, state)
+        chaos.check_possible(opts.chaos, state, opts.config)
     topic = TopicName.parse(opts.topic)
     admin = Admin(opts.admin_url)
     admin.set_infinite_retention(topic)  # else acknowledged ledgers may go before the read-back

@@ -23,6 +23,10 @@ MAIN_CLASS = {
     "bookie": "org.apache.bookkeeper.server.Main",
     "zookeeper": "org.apache.zookeeper.server.quorum.QuorumPeerMain",
     "init-metadata": "org.apache.pulsar.PulsarClusterMetadataSetup",
+    # BookKeeper's auditor and replication worker, as `bin/pulsar autorecovery` runs them
+    "autorecovery": "org.apache.bookkeeper.replication.AutoRecoveryMain",
+    # `bin/bookkeeper shell`: an operator's tool (bookieformat after a disk is replaced)
+    "bookie-shell": "org.apache.bookkeeper.bookie.BookieShell",
 }
 
 # Heap and direct memory per role: 2 cores / 24 GB shared with Spark test runs.
@@ -32,6 +36,8 @@ MEMORY = {
     "bookie": ["-Xms64m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m"],
     "zookeeper": ["-Xms64m", "-Xmx192m"],
     "init-metadata": ["-Xmx192m"],
+    "autorecovery": ["-Xms64m", "-Xmx192m", "-XX:MaxDirectMemorySize=128m"],
+    "bookie-shell": ["-Xmx128m"],
 }
 
 _JVM_OPTS = [

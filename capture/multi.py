@@ -62,12 +62,16 @@ def start_multi(
     network: Network | None = None,
     timeouts: Timeouts = Timeouts(),  # noqa: B008 - frozen
     load_manager: str = "modular",
+    autorecovery: bool = False,
+    broker_settings: dict[str, str] | None = None,
 ) -> ClusterState:
     """Start ZooKeeper, write the cluster metadata, start the bookies and brokers, and wait
     until every broker answers. On failure every started process is stopped.
 
     network: run each process in its own namespace of this network (its host named like the
-    process), else all on loopback. load_manager: a LOAD_MANAGERS name."""
+    process), else all on loopback. load_manager: a LOAD_MANAGERS name. autorecovery: also
+    run BookKeeper's AutoRecovery (auditor and replication worker) as a process of its own.
+    broker_settings: broker.conf settings added to the template's."""
 
     def place(name: str) -> tuple[str, str]:
         if network is None:
@@ -75,7 +79,7 @@ def start_multi(
         host = network.add_host(name)
         return host.ip, host.netns
 
-    zk_port, *ports = process.free_ports(1 + bookies + 2 * brokers)
+    zk_port, *ports = process.free_ports(1 + bookies + 2 * brokers + int(autorecovery))
     conf, data = workdir / "conf", workdir / "data"
     zk_host, zk_netns = place("zookeeper")
     zk_conf = launch.render(
@@ -103,6 +107,9 @@ def start_multi(
         )  # fmt: skip
         spec.argv += ["--conf", str(path)]
         bookie_specs.append(spec)
+    recovery = [_autorecovery(workdir, ports.pop(0), zk_port, zk_host, timeouts, place)] * int(
+        autorecovery
+    )
     broker_specs = []
     for i in range(1, brokers + 1):
         broker_port, web_port, name = ports.pop(0), ports.pop(0), f"broker-{i}"
@@ -114,6 +121,10 @@ def start_multi(
             session_expired=timeouts.broker_session_expired, default_quorum=min(2, bookies),
             shedder=LOAD_MANAGERS[load_manager][1],
         )  # fmt: skip
+        with path.open("a") as conf_file:
+            conf_file.writelines(
+                f"{key}={value}\n" for key, value in (broker_settings or {}).items()
+            )
         spec.argv += ["--broker-conf", str(path)]
         broker_specs.append(spec)
     state = ClusterState(
@@ -123,7 +134,7 @@ def start_multi(
         admin_url=f"http://{broker_specs[0].address('web')}",
         brokers=brokers,
         bookies=bookies,
-        processes=[zookeeper, *bookie_specs, *broker_specs],
+        processes=[zookeeper, *bookie_specs, *recovery, *broker_specs],
         network=network.as_dict() if network else None,
     )
     process.spawn(zookeeper)
@@ -133,8 +144,21 @@ def start_multi(
     except PulsarStartError:
         stop_processes([zookeeper])
         raise
-    start_and_wait(state, [*bookie_specs, *broker_specs])
+    start_and_wait(state, [*bookie_specs, *recovery, *broker_specs])
     return state
+
+
+def _autorecovery(workdir: Path, port: int, zk_port: int, zk_host: str, timeouts, place):  # noqa: ANN001, ANN202
+    """AutoRecoveryMain (`bin/pulsar autorecovery`) with a bookie's configuration of its own:
+    its address is its id as auditor candidate and replication worker; it stores nothing."""
+    spec = _spec(workdir, "autorecovery", "autorecovery", [], {"bookie": port}, place)
+    path = launch.render(
+        "bookie.conf", workdir / "conf" / "autorecovery.conf", bookie_port=port, zk_port=zk_port,
+        data_dir=workdir / "data" / "autorecovery", host=spec.host, zk_host=zk_host,
+        session_ms=timeouts.bookie_session_ms, interface=INNER_IF if spec.netns else "lo",
+    )  # fmt: skip
+    spec.argv += ["--conf", str(path)]
+    return spec
 
 
 def _wait_zookeeper(spec: ProcessSpec, timeout_s: float = 60.0) -> None:

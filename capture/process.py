@@ -101,6 +101,18 @@ def kill(pid: int, sig: int = signal.SIGKILL) -> None:
         os.kill(pid, sig)
 
 
+def kill_all(victims: list[ProcessSpec], sig: int) -> float:
+    """Signal every victim at once and wait until all are gone; returns when they were hit."""
+    hit_at = time.monotonic()
+    for victim in victims:
+        kill(victim.pid, sig)
+    for victim in victims:
+        if not wait_gone(victim.pid, 60.0):
+            kill(victim.pid, signal.SIGKILL)
+            wait_gone(victim.pid, 10.0)
+    return hit_at
+
+
 def stop_all(pids: dict[str, int], timeout_s: float = 20.0) -> dict[str, str]:
     """SIGTERM every process at once, wait up to `timeout_s`, SIGKILL the ones left.
     Returns name → "stopped" | "killed" | "not running"."""

@@ -5,6 +5,7 @@ multi-process cluster (cluster.py, multi.py) share."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from capture import process
 from capture.process import ProcessSpec
 from pulsar_audit.errors import SetupError
 
+log = logging.getLogger(__name__)
 STARTUP_TIMEOUT_S = 120.0
 PROBE_TOPIC = "persistent://public/default/pulsar-audit-probe"
 
@@ -37,6 +39,13 @@ class ClusterState:
     network: dict | None = None  # netns.Network.as_dict() when each process has a namespace
     load_manager: str = "modular"
     session_expired: str = "reconnect"  # the brokers' zookeeperSessionExpiredPolicy
+    # the brokers' autoSkipNonRecoverableData: a read of entries no bookie has any more skips
+    # them (as an operator sets it to unblock consumers after a loss) instead of failing
+    skip_lost_data: bool = False
+
+    @property
+    def autorecovery(self) -> bool:
+        return bool(self.by_role("autorecovery"))
 
     def by_role(self, role: str) -> list[ProcessSpec]:
         return [spec for spec in self.processes if spec.role == role]
@@ -147,9 +156,24 @@ def _producer_connects(service_url: str, client_log: Path) -> bool:
 
 
 def stop_processes(specs: list[ProcessSpec]) -> dict[str, str]:
-    """Stop brokers, then bookies, then ZooKeeper; the processes of one role stop together."""
+    """Stop AutoRecovery (so that it does not act on the bookies stopping), brokers, bookies,
+    then ZooKeeper; the processes of one role stop together."""
     result: dict[str, str] = {}
-    for role in ("broker", "standalone", "bookie", "zookeeper"):
+    for role in ("autorecovery", "broker", "standalone", "bookie", "zookeeper"):
         group = [spec for spec in specs if spec.role == role]
         result.update(process.stop_all({spec.name: spec.pid for spec in group}))
     return result
+
+
+def kill_and_restart(
+    state: ClusterState, victims: list[ProcessSpec], sig: int, down_s: float
+) -> None:
+    """Signal the processes, wait until they are gone, keep them down `down_s`, start them."""
+    process.kill_all(victims, sig)
+    time.sleep(down_s)
+    for victim in victims:
+        process.spawn(victim)
+        log.info("restarted %s as pid %d", victim.name, victim.pid)
+    save_state(state)
+    if any(victim.role == "broker" for victim in victims):
+        wait_ready(state)

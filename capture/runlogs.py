@@ -3,7 +3,8 @@
 At the start of a run we note each log file's size; at the end we copy from there to the end
 into <out>/logs/<component>/<process>.log — component broker or bookie, the folders that
 `ingest logs --source` takes (a standalone's single log holds broker and bookie lines; it goes
-under broker/) — and list the copies in <out>/logs/manifest.json for log ingest.
+under broker/; AutoRecovery's under bookie/) — and list the copies in <out>/logs/manifest.json
+for log ingest.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from pathlib import Path
 
 from capture.processes import ClusterState
 
-COMPONENT = {"standalone": "broker", "broker": "broker", "bookie": "bookie"}
+# AutoRecovery's log goes with the bookies' (BookKeeper's auditor and replication worker).
+COMPONENT = {
+    "standalone": "broker",
+    "broker": "broker",
+    "bookie": "bookie",
+    "autorecovery": "bookie",
+}
 
 
 def mark(state: ClusterState | None) -> dict[str, dict]:

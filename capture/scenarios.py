@@ -19,6 +19,9 @@ SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
     "lossy-broker-bookies": (2, 3, "2-2-2"),
     "consumer-crash": (1, 1, "1-1-1"),
     "nack-redelivery": (1, 1, "1-1-1"),
+    # disk loss: one broker (the broker is not the fault); a spare bookie beside the ensemble
+    "wipe-bookie-disk": (1, 4, "3-2-2"),
+    "wipe-qw-bookies-disk": (1, 3, "2-2-1"),
 }
 # Scenarios whose fault is on the consumers' side (no action on the cluster): what each sets
 # unless given, and the live consumers they run with unless given (issue 26 item 4).

@@ -40,7 +40,8 @@ def cmd_cluster(ctx: Context) -> int:
         session_ms = NETNS_SESSION_MS if ctx.args.netns else None
         cluster.up(
             workdir, ctx.args.brokers, ctx.args.bookies, ctx.args.netns, session_ms,
-            ctx.args.load_manager, ctx.args.session_expired,
+            ctx.args.load_manager, ctx.args.session_expired, ctx.args.autorecovery,
+            ctx.args.skip_lost_data,
         )  # fmt: skip
     if action == "down":
         stopped = cluster.down(workdir)
@@ -191,6 +192,7 @@ def cmd_chaos_run(ctx: Context) -> int:
         state = cluster.up(
             workdir, args.brokers or brokers, args.bookies or bookies, netns,
             NETNS_SESSION_MS if netns else None, session_expired=args.session_expired,
+            autorecovery=args.autorecovery, skip_lost_data=args.skip_lost_data,
         )  # fmt: skip
     try:
         captured = capture(_capture_options(ctx, state, label), state)
@@ -318,6 +320,15 @@ def _consumer_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _autorecovery_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--autorecovery", action="store_true", help="also run BookKeeper's "
+                   "AutoRecovery (auditor and replication worker) as a process of the cluster; "
+                   "its log goes with the bookies'")  # fmt: skip
+    p.add_argument("--skip-lost-data", action="store_true", help="the brokers skip entries no "
+                   "bookie has any more (autoSkipNonRecoverableData) instead of failing reads"
+                   )  # fmt: skip
+
+
 def cmd_zk_capture(ctx: Context) -> int:
     from capture.zk_capture import ZkCapture
 
@@ -367,6 +378,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--session-expired", choices=("reconnect", "shutdown"), default="reconnect",
                    help="a broker whose ZooKeeper session expired: reconnects (4.0's "
                    "default) or shuts down (as 2.x did in the chaos-test post)")  # fmt: skip
+    _autorecovery_arg(p)
     p.add_argument("--workdir", metavar="DIR", help="state, conf, data and logs (default "
                    ".cache/pulsar/run)")  # fmt: skip
     p.set_defaults(handler=cmd_cluster)
@@ -410,6 +422,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--session-expired", choices=("reconnect", "shutdown"), default="reconnect",
                    help="if it starts a cluster: a broker whose ZooKeeper session expired "
                    "reconnects (4.0's default) or shuts down (as 2.x did in the post)")  # fmt: skip
+    _autorecovery_arg(p)
     _capture_args(p, messages=20_000)
     p.set_defaults(handler=cmd_chaos_run, service_url=None, admin_url=None, topic=None)
 
