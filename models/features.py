@@ -25,12 +25,17 @@ FAULT_KINDS = {
     "stop-bookie": "kill-bookie",
     "kill-bookies": "kill-bookie",
     "kill-qw-bookies": "kill-bookie",
+    # a bookie killed and restarted with its journal and ledgers deleted: down, then back empty
+    "wipe-bookie-disk": "kill-bookie",
+    "wipe-qw-bookies-disk": "kill-bookie",
     "isolate-bookie": "isolate-bookie",
     "isolate-bookie-from-zk": "isolate-bookie",
     "partition-broker-from-bookies": "partition-broker-from-bookies",
     "lossy-broker-bookies": "lossy-broker-bookies",
 }
 NO_FAULT, OTHER_FAULT = "none", "other"
+# Actions whose bookies come back without their copies: their data did not survive.
+DISK_WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk")
 # Kinds whose targets are bookies taken down (their copies unreachable until they return).
 BOOKIES_DOWN = ("kill-bookie",)
 # Kinds whose targets are brokers that stop serving (unload and transfer move a bundle only).
@@ -48,9 +53,14 @@ UNREADABLE_KINDS = ("unseen", "lost", "poll_skip")
 OUTAGE_LABEL_MS = 1000.0
 
 
+def action_name(action: Column) -> Column:
+    """A chaos action without its `:N` suffix ('kill-bookies:2' → 'kill-bookies')."""
+    return F.regexp_replace(F.lower(action), r":\d+$", "")
+
+
 def fault_kind(action: Column) -> Column:
     """A chaos action ('kill-bookies:2', 'isolate-broker-from-zk') → its fault kind."""
-    name = F.regexp_replace(F.lower(action), r":\d+$", "")
+    name = action_name(action)
     mapped = F.lit(None).cast("string")
     for raw, kind in FAULT_KINDS.items():
         mapped = F.when(name == raw, F.lit(kind)).otherwise(mapped)
@@ -121,6 +131,7 @@ def run_faults(run_events: DataFrame, run_end: DataFrame) -> DataFrame:
             "fault_brokers"
         ),
         F.min("ts").alias("fault_start"),
+        F.max(action_name(F.col("action")).isin(*DISK_WIPES)).alias("disks_wiped"),
     )
     undone = ends.groupBy("run_id").agg(
         F.max("ts").alias("fault_end"),
@@ -140,6 +151,7 @@ def run_faults(run_events: DataFrame, run_end: DataFrame) -> DataFrame:
                 (F.unix_micros(finished) - F.unix_micros("fault_start")) / F.lit(1e6), F.lit(0.0)
             ).alias("fault_duration_s"),
             F.coalesce(F.col("bookies_restarted") == 1, F.lit(False)).alias("bookies_restarted"),
+            "disks_wiped",
         )
     )
 
@@ -286,8 +298,11 @@ def build_run_features(
     fault_bookies = F.coalesce("fault_bookies", F.lit(0))
     fault_brokers = F.coalesce("fault_brokers", F.lit(0))
     bookies_lost = fault_bookies > 0
-    survived = F.when(~bookies_lost, True).otherwise(
-        F.col("bookies_restarted") | F.coalesce("bookie_returned", F.lit(False))
+    # A bookie that comes back with a wiped disk (it registers again, empty) brings no copy.
+    survived = (
+        F.when(~bookies_lost, True)
+        .when(F.coalesce("disks_wiped", F.lit(False)), False)
+        .otherwise(F.col("bookies_restarted") | F.coalesce("bookie_returned", F.lit(False)))
     )
     # No bookie lost: nothing to repair. Lost, but no AutoRecovery record at all (no auditor
     # ran, as on the local cluster, or no infrastructure data): cannot tell. An auditor that

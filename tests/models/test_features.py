@@ -204,3 +204,31 @@ def test_a_simulated_bookie_loss_and_a_real_restart(spark) -> None:
     # a bookie lost, no AutoRecovery record at all: cannot tell (not "repaired")
     assert got["r3"]["autorecovery_impossible"] is None
     assert got["r3"]["data_survived"] is False
+
+
+def test_a_wiped_bookie_disk_is_a_bookie_fault_whose_copies_did_not_survive(spark) -> None:
+    """wipe-qw-bookies-disk (issue 27): the bookies are killed and restarted empty — the
+    fault's end says restarted and the bookies register again, yet no copy came back."""
+    rows = frames(
+        spark,
+        run_events=[
+            config("w1", 2, 2, 1, simulated=False),
+            chaos("w1", 1.0, "wipe-qw-bookies-disk", "bookie-0,bookie-1", "start"),
+            chaos("w1", 12_000.0, "wipe-qw-bookies-disk", "bookie-0,bookie-1", "end"),
+            config("k1", 2, 2, 1, simulated=False),
+            chaos("k1", 1.0, "kill-qw-bookies", "bookie-0,bookie-1", "start"),
+            chaos("k1", 12_000.0, "kill-qw-bookies", "bookie-0,bookie-1", "end"),
+        ],
+        message_history=[message("w1", 0, 0, 1), message("k1", 0, 0, 1)],
+        run_summary=[summary("w1"), summary("k1")],
+        infra_events=[infra("bookie_registered", 13_000, "/data/w1/cluster.zk.jsonl")],
+    )
+    got = {r["run_id"]: r.asDict() for r in build_run_features(*rows).collect()}
+    wiped, killed = got["w1"], got["k1"]
+    assert (wiped["fault_kind"], wiped["fault_bookies"], wiped["bookies_left"]) == (
+        "kill-bookie",
+        2,
+        3,
+    )
+    assert wiped["data_survived"] is False  # back, registered, but empty
+    assert killed["data_survived"] is True  # the same quorum restarted with its disks
