@@ -49,6 +49,10 @@ _UNREADABLE = (
     "reads of the fragment holding these entries failed: every bookie with a copy is down, so "
     "reads block until one returns"
 )
+_SKIPPED = (
+    "the broker found the ledger holding these entries lost (no bookie has a copy) and, as "
+    "autoSkipNonRecoverableData allows, acknowledged it in the subscription unread"
+)
 _TRANSFER = (
     "the bundle was transferred to another broker (PIP-192): its topics closed on the old owner "
     "and the clients were sent to the new one, which had to load them first"
@@ -104,6 +108,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
         "ledger_created": (3, "a new ledger was opened after the old one was closed"),
     },
     "lost": {
+        "ledger_skipped_lost": (0, _SKIPPED),
         "ledger_read_failed": (1, _UNREADABLE),
         "bookie_lost": (1, _BOOKIE_GONE),
         "bookie_unreachable": (2, _BOOKIE_GONE),

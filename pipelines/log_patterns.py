@@ -160,6 +160,11 @@ PATTERNS: list[LogPattern] = [
     P("ledger_read_failed", SERVER, cls("OpReadEntry"),
       rf"^\[{ML}\]\[(?P<cursor>[^\]]+)\] read failed from ledger at position:{LEDGER}:"
       r"(?P<entry_id>\d+)", "4.0.7 seen (issue 11: the reader's read of an unreadable fragment)"),
+    P("ledger_skipped_lost", SERVER, cls("ManagedCursorImpl"),
+      rf"^\[{ML}\] \[(?P<cursor>[^\]]+)\] Since the ledger \[{LEDGER}\] is lost and the "
+      r"autoSkipNonRecoverableData is true, this ledger will be auto acknowledge",
+      "4.0.7 seen (issue 27: the write quorum's disks wiped, brokers with "
+      "autoSkipNonRecoverableData=true): the subscription acknowledges the lost ledger unread"),
     P("bookie_unreachable", SERVER, cls("PerChannelBookieClient"),
       r"^Cannot connect to (?P<bookie>\S+) as endpoint resolution failed",
       "BK 4.17.2; 4.0.7 seen (issue 11: a killed bookie, its registration gone or not)"),

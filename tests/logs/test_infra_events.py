@@ -16,11 +16,12 @@ from pulsar_audit.config import load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import CLOCK_OFFSETS, LOG_LINES, ZK_CHANGES
 
+DISK_LOSS_BROKER = "real-disk-loss-broker.log"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 FILES = {
     "broker": ["broker-standalone.log", "broker-dedup.log", "pulsar-broker-broker-1.log"]
     + ["real-kill-bookie-broker.log", "real-kill-broker-broker.log", "real-zk-pause-broker.log"]
-    + ["reference-forms-broker.log", "real-transfer-broker.log"],
+    + ["reference-forms-broker.log", "real-transfer-broker.log", DISK_LOSS_BROKER],
     "bookie": ["bookie-standalone.log", "pulsar-bookie-bk1.log", "real-kill-bookie-bookie.log"]
     + ["real-kill-broker-bookie.log", "real-zk-pause-bookie.log", "reference-forms-bookie.log"],
     "client": ["client-unload.log"],
@@ -35,6 +36,8 @@ B1, B2, B3 = "127.0.0.1:57761", "127.0.0.1:46993", "127.0.0.1:36305"  # bookie-1
 KILL_BOOKIE_BROKER = "real-kill-bookie-broker.log"
 KILL_BROKER_BROKER = "real-kill-broker-broker.log"
 TRANSFERRED = "public/default/0xf0000000_0xffffffff"
+# the write quorum's disks wiped at 2-2-1, brokers skipping non-recoverable data (issue 27)
+WIPED = "persistent://public/default/audit-wipe-qw-bookies-disk-20261126T073452-20a8"
 
 # (file, line) → (event_type, topic, bundle, ledger_id, bookie): one per real or reference form
 EXPECTED = {
@@ -177,6 +180,10 @@ EXPECTED = {
     ("real-transfer-broker.log", 1): ("bundle_unload_requested", None, TRANSFERRED, None, None),
     ("real-transfer-broker.log", 2): ("bundle_transfer_started", None, TRANSFERRED, None, None),
     ("real-transfer-broker.log", 3): ("bundle_transferred", None, TRANSFERRED, None, None),
+    (DISK_LOSS_BROKER, 1): ("ledger_read_failed", None, None, 3)
+    + ("127.0.0.1:59651, 127.0.0.1:34191, 127.0.0.1:49163",),
+    (DISK_LOSS_BROKER, 2): ("ledger_read_failed", WIPED, None, 3, None),
+    (DISK_LOSS_BROKER, 3): ("ledger_skipped_lost", WIPED, None, 3, None),
     ("reference-forms-bookie.log", 1): ("bookie_read_only", None, None, None, None),
     ("reference-forms-bookie.log", 2): ("ledger_under_replicated", None, None, 12)
     + ("10.0.0.12:3181",),
