@@ -85,16 +85,17 @@ def check_pair(spark, reference: Reference, pair: tuple[str, str], name: str) ->
     if "error" in outcome:
         return outcome
     lakehouse = Lakehouse(spark, reference.config(lakehouse_dir))
+    duplicates = key_duplicates(lakehouse)
     problems = {
         "differing": differing_tables(reference.digest, digest(lakehouse)),
-        "duplicates": key_duplicates(lakehouse),
+        "duplicates": duplicates,
         "orphans": orphans(lakehouse),
         "unreconciled": unreconciled_files(lakehouse),
     }
     problems = {k: v for k, v in problems.items() if v}
     if problems:
         outcome["error"] = problems
-    outcome["duplicates"] = sum(key_duplicates(lakehouse).values())
+    outcome["duplicates"] = sum(duplicates.values())
     return outcome
 
 

@@ -6,12 +6,13 @@ by which attempt a row was written left out), no two rows with one natural key, 
 file missing from the manifest or of a run without files, and read = accepted + quarantined
 for every file.
 
-Default: one crash chain over the five stage points: `analyze` is killed at the first point,
-the job that recovers from it is killed at the second, and so on (each kill lands in a job
-that is itself recovering from the last one); a last run then finishes, and its tables must
-equal the clean run's. The long run (PULSAR_AUDIT_RELIABILITY=long, scripts/reliability.py)
-kills a fresh job at each of the stage points and then at every n-th point the clean run
-passed (at least 20), each followed by a rerun and the comparison.
+Default: one crash chain over three of the stage points, one per way a job recovers (see
+CHAIN_POINTS): `analyze` is killed at the first point, the job that recovers from it is killed
+at the second, and so on (each kill lands in a job that is itself recovering from the last
+one); a last run then finishes, and its tables must equal the clean run's. The long run
+(PULSAR_AUDIT_RELIABILITY=long, scripts/reliability.py) runs the chain over all five stage
+points, kills a fresh job at each of them and then at every n-th point the clean run passed
+(at least 20), each followed by a rerun and the comparison.
 """
 
 from __future__ import annotations
@@ -47,6 +48,20 @@ STAGE_POINTS = (
     "commit:zk_changes:1",
     "commit:message_history:1",
     "stage:causes:1",
+    "commit:alerts:1",
+)
+# The default chain: one stage point per way a job recovers, each kill costing a child JVM and
+# most of an analyze. Small inputs defer their writes (pulsar_audit/deferred.py), so a kill
+# lands in one of three windows: (1) bronze being committed, the manifest not yet: the next
+# job ingests the files again and replaces their rows; (2) bronze complete, silver and gold
+# being committed behind the correlation, the manifest not yet: the next job ingests again and
+# recomputes the runs over what is there; (3) everything committed, the alerts raised but not
+# delivered: the next job ingests and recomputes nothing and delivers them. The long chain's
+# other two points fall in windows already here: ZooKeeper's bronze table is committed in the
+# same batch as the traces' (1), the correlation stage starts while silver is committed (2).
+CHAIN_POINTS = (
+    "commit:producer_events:1",
+    "commit:message_history:1",
     "commit:alerts:1",
 )
 LONG_MIN_POINTS = 20
@@ -110,19 +125,18 @@ def crash_and_rerun(spark, reference: Reference, points: list[str], name: str) -
     return {"points": points, **({"error": json.dumps(problems, default=str)} if problems else {})}
 
 
-def test_a_chain_of_crashes_over_every_stage_then_a_rerun_equals_the_clean_run(
-    spark, reference: Reference
-):
-    outcome = crash_and_rerun(spark, reference, list(STAGE_POINTS), "chain")
+def test_a_chain_of_crashes_then_a_rerun_equals_the_clean_run(spark, reference: Reference):
+    chain = list(STAGE_POINTS if is_long() else CHAIN_POINTS)
+    outcome = crash_and_rerun(spark, reference, chain, "chain")
     if not is_long():  # the long suite records its own points
         record_figure(
             "crash",
             {
                 "mode": "chain",
                 "points_passed_by_a_clean_run": len(reference.points),
-                "kill_points_tried": len(STAGE_POINTS),
-                "identical": 0 if "error" in outcome else len(STAGE_POINTS),
-                "points": list(STAGE_POINTS),
+                "kill_points_tried": len(chain),
+                "identical": 0 if "error" in outcome else len(chain),
+                "points": chain,
                 "failures": [outcome] if "error" in outcome else [],
             },
         )

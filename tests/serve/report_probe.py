@@ -7,12 +7,12 @@ import html
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from headless import RefusingProxy, run_chromium
+from in_process_cli import cli_in_process
+from pyspark.sql import SparkSession
 
 # A page without `reportRendered` (Plotly inline, drawn at parse time) is read after its load.
 PROBE = """<script>
@@ -52,15 +52,13 @@ drawn.then(() => {
 </script>"""
 
 
-def cli_report(lakehouse: Path, run_id: str, out: Path) -> tuple[Path, dict[str, Any]]:
-    """`pulsar-audit report RUN --out OUT --json`, through the command line."""
-    exe = Path(sys.executable).parent / "pulsar-audit"
-    done = subprocess.run(
-        [str(exe), "report", run_id, "--out", str(out), "--json", "--lakehouse", str(lakehouse)],
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, json.loads(done.stdout)
+def cli_report(spark: SparkSession, lakehouse: Path, run_id: str, out: Path) -> tuple[Path, dict]:
+    """`pulsar-audit report RUN --out OUT --json`, through the CLI's entry point (in this
+    process, on the tests' Spark session)."""
+    argv = ("report", run_id, "--out", str(out), "--json", "--lakehouse", str(lakehouse))
+    code, printed, err = cli_in_process(spark, *argv)
+    assert code == 0, err[-3000:]
+    return out, json.loads(printed)
 
 
 FOUND = re.compile(r'<pre id="probe">(.*?)</pre>', re.S)

@@ -6,11 +6,10 @@ import dataclasses
 import io
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from in_process_cli import cli_in_process
 from json_schema_check import validate as _validate
 from serve_examples import SYNTHETIC_RUN
 
@@ -119,15 +118,11 @@ def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_
     assert as_of["findings"] == before["findings"]
     assert as_of["as_of"]["versions"]["anomalies"] == before_version
 
-    # The same through the command line, by version, as JSON.
-    exe = Path(sys.executable).parent / "pulsar-audit"
-    done = subprocess.run(
-        [str(exe), "message", SYNTHETIC_RUN, "--seq", "51", "--as-of", str(before_version),
-         "--lakehouse", str(root), "--json"],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    answer = json.loads(done.stdout)
+    # The same through the command line, by version, as JSON (its entry point, in this process).
+    argv = ("message", SYNTHETIC_RUN, "--seq", "51", "--as-of", str(before_version))
+    code, printed, err = cli_in_process(lakehouse.spark, *argv, "--lakehouse", str(root), "--json")
+    assert code == 0, err[-3000:]
+    answer = json.loads(printed)
     _validate(answer, "message")
     assert answer["deliveries"] == []
     assert {f["subscription"] for f in answer["findings"] if f["kind"] == "lost"} == {"reader-1"}

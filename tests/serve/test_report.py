@@ -55,14 +55,16 @@ def _pixels_near(image: Image.Image, rgb: tuple[int, ...], tolerance: int = 8) -
 def unload_report(examples_lakehouse, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """`pulsar-audit report` of the unload run, through the command line."""
     out = tmp_path_factory.mktemp("report") / "unload.html"
-    return cli_report(examples_lakehouse.config.lakehouse_path, UNLOAD_RUN, out)
+    lakehouse = examples_lakehouse.config.lakehouse_path
+    return cli_report(examples_lakehouse.spark, lakehouse, UNLOAD_RUN, out)
 
 
 @pytest.fixture(scope="module")
 def synthetic_report(examples_lakehouse, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """`pulsar-audit report` of the synthetic run (no infrastructure events at all)."""
     out = tmp_path_factory.mktemp("report") / "synthetic.html"
-    return cli_report(examples_lakehouse.config.lakehouse_path, SYNTHETIC_RUN, out)
+    lakehouse = examples_lakehouse.config.lakehouse_path
+    return cli_report(examples_lakehouse.spark, lakehouse, SYNTHETIC_RUN, out)
 
 
 def assert_self_contained(out: Path, summary: dict) -> None:

@@ -5,15 +5,15 @@ data/real-runs, a run of one message and a run three hours long."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 from headless import CHROMIUM
+from in_process_cli import cli_in_process
 from json_schema_check import validate
 from PIL import Image
+from pyspark.sql import SparkSession
 from report_probe import cli_report, probe, screenshot
 
 from serve.report_data import MIN_SENDS_PER_SLICE
@@ -29,12 +29,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _cli(*args: str) -> None:
-    exe = Path(sys.executable).parent / "pulsar-audit"
-    done = subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, timeout=900, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+def _cli(spark: SparkSession, *args: str) -> None:
+    code, _, err = cli_in_process(spark, *args)
+    assert code == 0, err[-3000:]
 
 
 def _trace(folder: Path, run_id: str, send_times_ms: list[int]) -> None:
@@ -63,8 +60,9 @@ def _trace(folder: Path, run_id: str, send_times_ms: list[int]) -> None:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
-    """The four runs analyzed into one lakehouse, and each one's report, all by the CLI."""
+def reports(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
+    """The four runs analyzed into one lakehouse, and each one's report, all by the CLI (its
+    entry point in this process: the tests' Spark session, no JVM start per command)."""
     root = tmp_path_factory.mktemp("shapes")
     runs, lakehouse = root / "runs", root / "lakehouse"
     simulated = [
@@ -75,15 +73,17 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, d
         "--out",
         str(runs / SIMULATED_RUN),
     ]
-    _cli("simulate", "run", "--scenario", "unload", *simulated, "--lakehouse", str(lakehouse))
+    _cli(
+        spark, "simulate", "run", "--scenario", "unload", *simulated, "--lakehouse", str(lakehouse)
+    )
     # The data set's archives unpack as jobs/training_runs.py does it.
     with tarfile.open(REPO / "data" / "real-runs" / f"{REAL_RUN}.tar.gz") as tar:
         tar.extractall(runs, filter="data")
     _trace(runs / ONE_MESSAGE_RUN, ONE_MESSAGE_RUN, [0])
     _trace(runs / HOURS_RUN, HOURS_RUN, [i * 10_000 for i in range(HOURS_SENDS)])
-    _cli("analyze", str(runs), "--lakehouse", str(lakehouse))
+    _cli(spark, "analyze", str(runs), "--lakehouse", str(lakehouse))
     return {
-        run: cli_report(lakehouse, run, root / f"{run}.html")
+        run: cli_report(spark, lakehouse, run, root / f"{run}.html")
         for run in (SIMULATED_RUN, REAL_RUN, ONE_MESSAGE_RUN, HOURS_RUN)
     }
 
