@@ -13,26 +13,13 @@ resends it dropped as duplicates).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from keyshared_runs import COUNTS  # noqa: E402
-from real_runs import _pack, manifest_row  # noqa: E402
-
-from pulsar_audit.paths import REPO_ROOT  # noqa: E402
-
-
-def _setup(run_dir: Path) -> dict:
-    return next(
-        json.loads(line)
-        for path in run_dir.glob("*.jsonl")
-        for line in path.open()
-        if '"event":"config"' in line
-    )
+import keyshared_runs  # noqa: E402
+from keyshared_runs import COUNTS, pack_result  # noqa: E402
 
 
 def _dropped_resends(run_dir: Path) -> int:
@@ -46,16 +33,8 @@ def _dropped_resends(run_dir: Path) -> int:
 
 
 def keep(result_path: Path, release: str, out: Path) -> dict:
-    result = json.loads(result_path.read_text())
-    captured = result["capture"]
-    run_dir, run_id = Path(captured["out"]), captured["run_id"]
-    summary = {
-        key: [r for r in result[key] if r["run_id"] == run_id]
-        for key in ("runs", "outages", "anomalies")
-    }
-    _pack(run_dir, summary, out / f"{run_id}.tar.gz", keep=10**9)
-    row = manifest_row(run_dir, summary, release)
-    setup = _setup(run_dir)
+    captured, summary, setup, row = pack_result(result_path, release, out)
+    run_dir = Path(captured["out"])
     reader = summary["runs"][-1] if summary["runs"] else {}
     dedup = bool(setup.get("deduplication"))
     row.update(
@@ -78,25 +57,5 @@ def keep(result_path: Path, release: str, out: Path) -> dict:
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", type=Path)
-    parser.add_argument("--release", required=True, help="the Pulsar release the runs ran on")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "real-runs")
-    args = parser.parse_args()
-    manifest = args.out / "manifest.jsonl"
-    rows = {}
-    for line in manifest.read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            rows[row["run_id"]] = row
-    for path in args.results:
-        row = keep(path, args.release, args.out)
-        rows[row["run_id"]] = row
-        print(f"{row['run_id']}: kept ({row['found']['duplicated']} duplicated)")  # noqa: T201
-    manifest.write_text("".join(json.dumps(r, default=str) + "\n" for _, r in sorted(rows.items())))
-    print(f"manifest has {len(rows)} runs")  # noqa: T201
-
-
 if __name__ == "__main__":
-    main()
+    keyshared_runs.main(keep, __doc__)
