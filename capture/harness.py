@@ -50,6 +50,7 @@ class CaptureOptions:
     chaos: chaos.ChaosSpec | None = None
     consumer: str = "reader"
     deduplication: bool = False
+    batching: bool = False  # the producer batches sends (entries hold several messages)
     scenario: str = "control"
     payload_bytes: int = 100
     rate: float = 0.0  # sends per second (0: as fast as in_flight allows)
@@ -84,6 +85,11 @@ class CaptureOptions:
         if wanted and not self.consumers:
             verb = "needs" if len(wanted) == 1 else "need"
             raise UsageError(f"{' and '.join(wanted)} {verb} live consumers (--consumers N)")
+        if self.batching and self.subscription_type == "Key_Shared":
+            raise UsageError(
+                "--batching with Key_Shared: a batch holds messages of several keys and goes "
+                "to one consumer; run Key_Shared without --batching"
+            )
         if self.consumers:
             self.live_options().check()
 
@@ -240,6 +246,7 @@ def _config_fields(opts: CaptureOptions, state: ClusterState | None) -> dict:
         "brokers": state.brokers if state else 1,
         "bookies": state.bookies if state else 1,
         "deduplication": opts.deduplication,
+        "batching": opts.batching,
         "scenario": opts.scenario,
         "messages": opts.messages,
         "in_flight": opts.in_flight,

@@ -107,8 +107,11 @@ def start_multi(
         )  # fmt: skip
         spec.argv += ["--conf", str(path)]
         bookie_specs.append(spec)
-    recovery = [_autorecovery(workdir, ports.pop(0), zk_port, zk_host, timeouts, place)] * int(
-        autorecovery
+    # only when asked: the port (and the namespace) are taken only then
+    recovery = (
+        [_autorecovery(workdir, ports.pop(0), zk_port, zk_host, timeouts, place)]
+        if autorecovery
+        else []
     )
     broker_specs = []
     for i in range(1, brokers + 1):

@@ -63,7 +63,7 @@ def produce(opts, topic, client, spool, run, admin, state, churn: list[Step]) ->
     producer = client.create_producer(
         topic.full,
         producer_name=f"{opts.run_id}-producer",
-        batching_enabled=False,
+        batching_enabled=opts.batching,  # the client's defaults: 10 ms, 1000 messages
         max_pending_messages=opts.in_flight,
         block_if_queue_full=True,
         send_timeout_millis=30_000,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,7 +47,9 @@ def expected(setup: dict, release: str) -> dict:
     }
 
 
-def keep(result_path: Path, release: str, out: Path) -> dict:
+def pack_result(result_path: Path, release: str, out: Path) -> tuple[dict, dict, dict, dict]:
+    """Pack the run of one `chaos run --json` result into `out`, the trace whole:
+    (its capture, its own analyze, its config event, its manifest row before the labels)."""
     result = json.loads(result_path.read_text())
     captured = result["capture"]
     run_dir, run_id = Path(captured["out"]), captured["run_id"]
@@ -62,6 +65,11 @@ def keep(result_path: Path, release: str, out: Path) -> dict:
         for line in path.open()
         if '"event":"config"' in line
     )
+    return captured, summary, setup, row
+
+
+def keep(result_path: Path, release: str, out: Path) -> dict:
+    captured, summary, setup, row = pack_result(result_path, release, out)
     sub = next((r for r in summary["runs"] if r.get("subscription_type") == "Key_Shared"), None)
     sub = sub or (summary["runs"][-1] if summary["runs"] else {})
     row.update(
@@ -92,8 +100,9 @@ def keep(result_path: Path, release: str, out: Path) -> dict:
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(keep_run: Callable[[Path, str, Path], dict] = keep, doc: str = __doc__) -> None:
+    """Keep every RESULT.json given with `keep_run` (this series' labels by default)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path)
     parser.add_argument("--release", required=True, help="the Pulsar release the runs ran on")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "real-runs")
@@ -105,9 +114,11 @@ def main() -> None:
             row = json.loads(line)
             rows[row["run_id"]] = row
     for path in args.results:
-        row = keep(path, args.release, args.out)
+        row = keep_run(path, args.release, args.out)
         rows[row["run_id"]] = row
-        print(f"{row['run_id']}: kept ({row['found']['received']} received)")  # noqa: T201
+        found = row["found"]
+        print(f"{row['run_id']}: kept ({found['received']} received, {found['duplicated']} "  # noqa: T201
+              "duplicated)")  # fmt: skip
     manifest.write_text("".join(json.dumps(r, default=str) + "\n" for _, r in sorted(rows.items())))
     print(f"manifest has {len(rows)} runs")  # noqa: T201
 

@@ -96,6 +96,7 @@ def _capture_options(ctx: Context, state, scenario: str, urls: tuple | None = No
         chaos=spec,
         consumer=_consumer_kind(args),
         deduplication=args.dedup,
+        batching=args.batching,
         scenario=spec.label if spec else scenario,
         run_id=run_id,
         rate=args.rate or 0.0,
@@ -261,6 +262,8 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
     p.add_argument("--in-flight", type=int, default=10_000, metavar="N", help="max pending sends")
     _consumer_args(p)
     p.add_argument("--dedup", action="store_true", help="enable broker deduplication")
+    p.add_argument("--batching", action="store_true", help="the producer batches its sends "
+                   "(client defaults: 10 ms or 1000 messages a batch)")  # fmt: skip
     p.add_argument("--out", metavar="DIR", help="trace folder (default .cache/pulsar/traces/RUN)")
     p.add_argument("--rate", type=float, metavar="MSG/S", help="pace the sends (default: as "
                    "fast as --in-flight allows; chaos runs with a fault: 250/s)")  # fmt: skip

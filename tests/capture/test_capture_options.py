@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from capture.consumer_process import next_event_index
-from capture.harness import CaptureOptions
+from capture.harness import CaptureOptions, _config_fields
 from capture.produce import message_keys
 from pulsar_audit.errors import UsageError
 
@@ -30,6 +30,11 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
         "--consumer-churn needs live consumers": {"consumer_churn": "kill"},
         "--keys and --ordering-keys take a count": {"keys": -1},
         "--consumer-churn one of kill, close": {"consumers": 1, "consumer_churn": "crash"},
+        "--batching with Key_Shared": {
+            "batching": True,
+            "subscription_type": "Key_Shared",
+            "consumers": 3,
+        },
     }
     for message, kwargs in refused.items():
         with pytest.raises(UsageError, match=message):
@@ -38,6 +43,22 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
     _opts().check()
     _opts(consumer="subscription", subscription_type="Shared").check()
     _opts(subscription_type="Key_Shared", consumers=3, nack_every=5, consumer_churn="close").check()
+    _opts(batching=True, deduplication=True).check()
+
+
+def test_batching_is_off_unless_asked_and_lands_in_the_run_config() -> None:
+    assert _config_fields(_opts(), None)["batching"] is False
+    assert _config_fields(_opts(batching=True), None)["batching"] is True
+
+
+def test_chaos_run_passes_batching_to_the_harness(capsys: pytest.CaptureFixture) -> None:
+    """The CLI flag reaches the options' check, which refuses it before any cluster starts."""
+    from jobs.cli import main
+
+    argv = ["chaos", "run", "--scenario", "kill-broker", "--subscription-type", "Key_Shared",
+            "--consumers", "3", "--workdir", "/nonexistent/pa-h4"]  # fmt: skip
+    assert main([*argv, "--batching"]) == 2
+    assert "--batching with Key_Shared" in capsys.readouterr().err
 
 
 def test_message_keys_cycle_through_the_keys() -> None:
