@@ -143,13 +143,12 @@ def _reads_by_seq(
     events = snapshot.read("producer_events").filter(
         _key_filter(run_id, seq, producer, topic, client=True)
     )
-    produced = events.orderBy("ts", "event_index", "source_file", "line_number").select(
-        *KEY_COLUMNS, F.col("client").alias("producer"), *PRODUCER_EVENT_COLUMNS
+    produced = events.select(
+        *KEY_COLUMNS, F.col("client").alias("producer"), *PRODUCER_EVENT_COLUMNS, "event_index"
     )
     delivered = (
         snapshot.read("delivery")
         .filter(_key_filter(run_id, seq, producer, topic))
-        .orderBy("ts", "consumer")
         .select(*KEY_COLUMNS, "producer", *DELIVERY_COLUMNS)
     )
     holds_seq = (F.col("run_id") == run_id) & (F.col("seq_from") <= seq) & (F.col("seq_to") >= seq)
@@ -172,8 +171,13 @@ def _same_key(row: dict[str, Any], message: dict[str, Any]) -> bool:
     )
 
 
-def _without_key(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in (*KEY_COLUMNS, "producer")}
+def _without_key(row: dict[str, Any], *also: str) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in (*KEY_COLUMNS, "producer", *also)}
+
+
+def _nulls_first(row: dict[str, Any], columns: tuple[str, ...]) -> tuple:
+    """A sort key ordering as Spark's ascending sort does (nulls first)."""
+    return tuple((row[c] is not None, row[c]) for c in columns)
 
 
 def _finding(block: dict[str, Any]) -> dict[str, Any]:
@@ -247,7 +251,14 @@ def message_life(
     )
     message = _one_message(snapshot, candidates, run_id, seq, producer, topic)
     produced_rows, delivered_rows, anomaly_rows, type_rows = by_seq
-    produced = [_without_key(e) for e in produced_rows if _same_key(e, message)]
+    # sorted here, not in Spark: a sort of a handful of rows cost a sampling job
+    produced = [
+        _without_key(e, "event_index")
+        for e in sorted(
+            (e for e in produced_rows if _same_key(e, message)),
+            key=lambda e: _nulls_first(e, ("ts", "event_index", "source_file", "line_number")),
+        )
+    ]
     types = {
         r["subscription"]: r["subscription_type"]
         for r in type_rows
@@ -255,8 +266,10 @@ def message_life(
     }
     delivered = [
         {**_without_key(d), "subscription_type": types.get(d["subscription"])}
-        for d in delivered_rows
-        if _same_key(d, message)
+        for d in sorted(
+            (d for d in delivered_rows if _same_key(d, message)),
+            key=lambda d: _nulls_first(d, ("ts", "consumer")),
+        )
     ]
     moments = [e["ts"] for e in produced] + [d["ts"] for d in delivered]
     start, end = (min(moments), max(moments)) if moments else (None, None)
