@@ -34,6 +34,8 @@ from pipelines.silver import subscriptions
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import PROVISIONAL
 from pulsar_audit.storage import FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
@@ -92,9 +94,9 @@ def trace_files(lakehouse: Lakehouse, path: str, max_files: int) -> DataFrame:
     )
 
 
-def judge(lakehouse: Lakehouse, config: Config, runs: list[str], batch_id: int) -> list[str]:
-    """Open the provisional findings `runs` show now, settle what this batch settles;
-    return the runs that ended (every consumer wrote its `end`): those are reconciled."""
+def judge(lakehouse: Lakehouse, config: Config, runs: list[str], batch_id: int) -> None:
+    """Open the provisional findings `runs` show now, settle what this micro-batch settles
+    (a run whose every consumer ended is reconciled: nothing of it stays open)."""
     bronze = read_bronze(lakehouse).for_runs(runs)
     of_runs = F.col("run_id").isin(runs)
     anomalies = lakehouse.read("anomalies").filter(of_runs)
@@ -113,11 +115,15 @@ def judge(lakehouse: Lakehouse, config: Config, runs: list[str], batch_id: int) 
         )
         .unionByName(live.seen_as_they_are(anomalies))
     )
-    lakehouse.insert_new("provisional", live.opened(found, batch_id))
-    ended = ended_runs(lakehouse, runs)
-    settle(lakehouse, [r for r in runs if r not in ended], batch_id, final=False)
-    settle(lakehouse, ended, batch_id, final=True)
-    return ended
+    known = _finding_ids(lakehouse.read("provisional").filter(of_runs))
+    new = [row for row in live.opened(found, batch_id).collect() if row["finding_id"] not in known]
+    if new:  # findings, not messages: a short list
+        lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
+    settle(lakehouse, runs, ended_runs(lakehouse, runs), batch_id)
+
+
+def _finding_ids(df: DataFrame) -> set[str]:
+    return {row["finding_id"] for row in df.select("finding_id").collect()}
 
 
 def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
@@ -129,8 +135,9 @@ def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
     return sorted(row["run_id"] for row in ended.collect())
 
 
-def settle(lakehouse: Lakehouse, runs: list[str], batch_id: int, final: bool) -> None:
-    """Confirm or withdraw the open provisional findings of `runs` against gold as it is."""
+def settle(lakehouse: Lakehouse, runs: list[str], final: list[str], batch_id: int) -> None:
+    """Confirm or withdraw the open provisional findings of `runs` against gold as it is;
+    those of the `final` runs are all settled (the run is over)."""
     if not runs:
         return
     of_runs = F.col("run_id").isin(runs)
@@ -139,10 +146,13 @@ def settle(lakehouse: Lakehouse, runs: list[str], batch_id: int, final: bool) ->
         lakehouse.read("provisional").filter(of_runs),
         live.batch_findings(anomalies, lakehouse.read("outages").filter(of_runs)),
         live.as_provisional(anomalies, live.STILL_MISSING),
-        final,
+        F.col("run_id").isin(final),
         batch_id,
-    )
-    lakehouse.update_changed("provisional", updates, SETTLED)
+    ).collect()
+    if updates:
+        schema = T.StructType([PROVISIONAL[c] for c in ("finding_id", *SETTLED)])
+        frame = local_frame(lakehouse.spark, updates, schema)
+        lakehouse.update_changed("provisional", frame, SETTLED)
 
 
 def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, Any]:
@@ -150,7 +160,9 @@ def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, An
     if not config.alerts.sinks:
         return {}
     provisional = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
-    lakehouse.insert_new("alerts", alerts_for_provisional(provisional))
+    raised = _finding_ids(lakehouse.read("alerts").filter(F.col("finding_id").isNotNull()))
+    if _finding_ids(provisional) - raised:
+        lakehouse.insert_new("alerts", alerts_for_provisional(provisional))
     return send_alerts(lakehouse, config)
 
 
@@ -177,14 +189,18 @@ class Watch:
             store = FileStore(self.lakehouse.spark)
             files = [store.status(row["path"]) for row in batch.collect()]
             with stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress):
-                ingest_traces(self.lakehouse, self.path, self.progress, listed=files)
-                run_pipeline(self.lakehouse, self.config, progress=self.progress)
+                with stage("ingest traces", self.progress):
+                    ingest_traces(self.lakehouse, self.path, self.progress, listed=files)
+                with stage("pipeline", self.progress):
+                    run_pipeline(self.lakehouse, self.config, progress=self.progress)
                 # the batch's runs from the files' lineage: a batch replayed after a crash,
                 # whose files are ingested already, judges them again
                 runs = runs_of_files(self.lakehouse, [f.path for f in files])
                 if runs:
-                    judge(self.lakehouse, self.config, runs, batch_id)
-                    alert(self.lakehouse, self.config, runs)
+                    with stage("provisional findings", self.progress):
+                        judge(self.lakehouse, self.config, runs, batch_id)
+                    with stage("alerts", self.progress):
+                        alert(self.lakehouse, self.config, runs)
             self.done.batches += 1
             self.done.files += len(files)
             self.done.last_batch = batch_id
@@ -225,12 +241,13 @@ class Watch:
     def leave(self) -> dict[str, Any]:
         """`analyze` the folder, reconcile its ended runs (every run when final), report."""
         try:
-            found = analyze(self.lakehouse, self.config, self.path, self.progress)
+            with stage("analyze", self.progress):
+                found = analyze(self.lakehouse, self.config, self.path, self.progress)
         except InputError:  # the folder holds no input yet
             found = {"ingest": {}, "runs": []}
         runs = sorted({r["run_id"] for r in found["runs"]} | self.done.runs)
         reconciled = runs if self.options.final else ended_runs(self.lakehouse, runs)
-        settle(self.lakehouse, reconciled, self.done.last_batch, final=True)
+        settle(self.lakehouse, runs, reconciled, self.done.last_batch)
         sent = alert(self.lakehouse, self.config, runs) if runs else {}
         return {
             "batches": self.done.batches,

@@ -220,7 +220,7 @@ def resolved(
     provisional: DataFrame,
     confirming: DataFrame,
     still_missing: DataFrame,
-    final: bool,
+    final: Column,
     batch_id: int,
 ) -> DataFrame:
     """The open provisional findings settled in micro-batch `batch_id`, as (finding_id,
@@ -229,19 +229,19 @@ def resolved(
     confirming: `batch_findings`; a match confirms (an outage once acks resumed and the
     batch detector closed it, with its duration). still_missing: the `unseen` and `lost`
     blocks (`as_provisional(anomalies, STILL_MISSING)`): a suspected loss none holds any
-    more was delivered after all, and is withdrawn. final (the run ended): every other open
-    finding is withdrawn too."""
+    more was delivered after all, and is withdrawn. final: true for a row whose run ended;
+    then every other open finding of it is withdrawn too."""
     open_rows = provisional.filter(F.col("state") == OPEN)
     missing = _matching(open_rows, still_missing, "missing").select("finding_id", "missing")
     settled = (
-        open_rows.select("finding_id", "kind")
+        open_rows.select("finding_id", "kind", final.alias("final"))
         .join(_matching(open_rows, confirming, "matched"), ["finding_id"], how="left")
         .join(missing, ["finding_id"], how="left")
     )
     is_loss = F.col("kind") == SUSPECTED_LOSS
     delivered = is_loss & F.col("missing").isNull()
     state = F.when(F.col("matched"), F.lit(CONFIRMED)).when(
-        F.lit(final) | delivered, F.lit(WITHDRAWN)
+        F.col("final") | delivered, F.lit(WITHDRAWN)
     )
     return (
         settled.withColumn("state", state)
