@@ -7,14 +7,19 @@ reaches the receiver twice."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 from live_trace import LATE, LOST, OUTAGE_END_MS, OUTAGE_START_MS, RUN, write_chunk
+from watch_results import (
+    AFTER_CHUNK_2,
+    AFTER_CHUNK_3,
+    assert_each_finding_alerted_once,
+    findings,
+    received,
+)
 
 from jobs.live import WatchOptions, watch
 from pulsar_audit.config import AlertsConfig, SinkConfig, WebhookSinkConfig
-from serve.sinks import IDEMPOTENCY_HEADER
 
 
 def _with_webhook(config, url: str):  # noqa: ANN001, ANN202
@@ -22,22 +27,6 @@ def _with_webhook(config, url: str):  # noqa: ANN001, ANN202
     return dataclasses.replace(
         config, alerts=AlertsConfig(sinks=[SinkConfig("hook", webhook=hook)])
     )
-
-
-def _findings(result: dict) -> list[tuple]:
-    """(kind, seq_from, first_seen_batch, state, closed_batch) of each provisional finding."""
-    return sorted(
-        (r["kind"], r["seq_from"], r["first_seen_batch"], r["state"], r["closed_batch"])
-        for r in result["provisional"]
-    )
-
-
-def _received(httpserver) -> list[dict]:  # noqa: ANN001
-    return [
-        {"key": request.headers[IDEMPOTENCY_HEADER], **json.loads(request.get_data())}
-        for request, response in httpserver.log
-        if response.status_code == 200
-    ]
 
 
 def test_provisional_findings_per_chunk_then_reconciled_and_alerted_once_across_a_restart(
@@ -52,19 +41,13 @@ def test_provisional_findings_per_chunk_then_reconciled_and_alerted_once_across_
 
     first = watch(lakehouse, config, landing, options)
 
-    # chunk 1 (batch 0) proves the outage in progress, chunk 2 (batch 1) ends it and proves
-    # both suspected losses; the run has not ended: nothing else is settled
     assert (first["batches"], first["files"], first["runs"]) == (2, 2, [RUN])
-    assert _findings(first) == [
-        ("outage_in_progress", None, 0, "confirmed", 1),
-        ("suspected_loss", LATE, 1, "open", None),
-        ("suspected_loss", LOST, 1, "open", None),
-    ]
+    assert findings(first) == AFTER_CHUNK_2
     [outage] = [r for r in first["provisional"] if r["kind"] == "outage_in_progress"]
     assert outage["duration_ms"] == OUTAGE_END_MS - OUTAGE_START_MS
     assert outage["resolved_by"] is not None
     provisional_sent = [
-        a for a in _received(httpserver) if a["kind"] in ("suspected_loss", "outage_in_progress")
+        a for a in received(httpserver) if a["kind"] in ("suspected_loss", "outage_in_progress")
     ]
     assert sorted(a["kind"] for a in provisional_sent) == [
         "outage_in_progress",
@@ -72,26 +55,15 @@ def test_provisional_findings_per_chunk_then_reconciled_and_alerted_once_across_
         "suspected_loss",
     ]
 
-    # chunk 3 lands; a second watch on the same checkpoint takes only it (batch 2): seq 5
-    # arrives (withdrawn; its late delivery is out of order), seq 10 never does (lost)
+    # chunk 3 lands; a second watch on the same checkpoint takes only it
     write_chunk(landing, 3)
     second = watch(lakehouse, config, landing, options)
 
     assert (second["batches"], second["files"]) == (1, 1)
-    assert _findings(second) == [
-        ("out_of_order", LATE, 2, "confirmed", 2),
-        ("outage_in_progress", None, 0, "confirmed", 1),
-        ("suspected_loss", LATE, 1, "withdrawn", 2),
-        ("suspected_loss", LOST, 1, "confirmed", 2),
-    ]
+    assert findings(second) == AFTER_CHUNK_3
     by_seq = {r["seq_from"]: r for r in second["provisional"] if r["kind"] == "suspected_loss"}
     assert by_seq[LATE]["resolved_by"] is None
     lost = lakehouse.read("anomalies").filter("kind = 'lost'").collect()
     assert [(a.seq_from, a.anomaly_id) for a in lost] == [(LOST, by_seq[LOST]["resolved_by"])]
 
-    received = _received(httpserver)
-    assert len({a["key"] for a in received}) == len(received), "an alert was sent twice"
-    provisional_ids = {r["finding_id"] for r in second["provisional"]}
-    assert {a["finding_id"] for a in received if a["finding_id"] in provisional_ids} == (
-        provisional_ids
-    )
+    assert_each_finding_alerted_once(httpserver, second)
