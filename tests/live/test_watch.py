@@ -7,8 +7,10 @@ reaches the receiver twice."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
+from json_schema_check import validate
 from live_trace import LATE, LOST, OUTAGE_END_MS, OUTAGE_START_MS, RUN, write_chunk
 from watch_results import (
     AFTER_CHUNK_2,
@@ -61,6 +63,7 @@ def test_provisional_findings_per_chunk_then_reconciled_and_alerted_once_across_
 
     assert (second["batches"], second["files"]) == (1, 1)
     assert findings(second) == AFTER_CHUNK_3
+    validate(json.loads(json.dumps(second, default=str)), "watch")  # as --json prints it
     by_seq = {r["seq_from"]: r for r in second["provisional"] if r["kind"] == "suspected_loss"}
     assert by_seq[LATE]["resolved_by"] is None
     lost = lakehouse.read("anomalies").filter("kind = 'lost'").collect()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from json_schema_check import validate
 from live_trace import write_chunk
 from watch_results import AFTER_CHUNK_3, assert_each_finding_alerted_once, findings
 
@@ -90,6 +91,7 @@ def test_watch_killed_with_sigkill_and_restarted_alerts_each_finding_once(
     )
     assert second.returncode == 0, second.stderr[-3000:]
     result = json.loads(second.stdout)
+    validate(result, "watch")
     assert (result["batches"], result["files"]) == (1, 1)
     assert findings(result) == AFTER_CHUNK_3
     assert_each_finding_alerted_once(httpserver, result)
