@@ -32,11 +32,12 @@ from pipelines import live
 from pipelines.runs_job import read_bronze, run_pipeline
 from pipelines.silver import subscriptions
 from pulsar_audit.config import Config
+from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import PROVISIONAL
-from pulsar_audit.storage import FileStore
+from pulsar_audit.storage import FileStat, FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
 from serve.summary import runs_of_files
@@ -189,14 +190,19 @@ class Watch:
             store = FileStore(self.lakehouse.spark)
             files = [store.status(row["path"]) for row in batch.collect()]
             with stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress):
-                with stage("ingest traces", self.progress):
-                    ingest_traces(self.lakehouse, self.path, self.progress, listed=files)
-                with stage("pipeline", self.progress):
-                    run_pipeline(self.lakehouse, self.config, progress=self.progress)
-                # the batch's runs from the files' lineage: a batch replayed after a crash,
-                # whose files are ingested already, judges them again
-                runs = runs_of_files(self.lakehouse, [f.path for f in files])
-                if runs:
+                if defers(self.lakehouse, sum(f.size_bytes for f in files)):
+                    # as analyze does for an input this small: each table committed once
+                    job = DeferredLakehouse(self.lakehouse)
+                    try:
+                        with self.lakehouse.exclusive("ingest"):
+                            runs = self._take_in(job, files)
+                            with stage("commit", self.progress):
+                                job.commit()
+                    finally:
+                        job.release()
+                else:
+                    runs = self._take_in(self.lakehouse, files)
+                if runs:  # on what is committed: a finding or a send is never deferred
                     with stage("provisional findings", self.progress):
                         judge(self.lakehouse, self.config, runs, batch_id)
                     with stage("alerts", self.progress):
@@ -206,6 +212,16 @@ class Watch:
             self.done.last_batch = batch_id
             self.done.runs.update(runs)
             self._last_active = time.monotonic()
+
+    def _take_in(self, lakehouse: Lakehouse, files: list[FileStat]) -> list[str]:
+        """Ingest and pipeline of a micro-batch's files; return their runs."""
+        with stage("ingest traces", self.progress):
+            ingest_traces(lakehouse, self.path, self.progress, listed=files)
+        with stage("pipeline", self.progress):
+            run_pipeline(lakehouse, self.config, progress=self.progress)
+        # the batch's runs from the files' lineage: a batch replayed after a crash, whose
+        # files are ingested already, judges them again
+        return runs_of_files(lakehouse, [f.path for f in files])
 
     def run(self) -> dict[str, Any]:
         """Watch until the files there now are done (once), the folder is idle, or forever;
