@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         serve,
         server,
         simulate,
+        watch,
     )
 
     parser = argparse.ArgumentParser(
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         runs.register,  # runs list, compare
         risk.register,
         server.register,  # server start|stop|status, shell
+        watch.register,  # watch
     ):
         register(sub, common)
     return parser

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, WindowSpec
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
@@ -59,17 +59,33 @@ def nearest_backoff_step(duration_ms: Column, ladder_ms: list[int]) -> Column:
     return F.array_min(distances)["k"]
 
 
+def running() -> WindowSpec:
+    """Changes in the producer's order; at one position a send comes before a completion."""
+    return W.partitionBy(*STREAM).orderBy("ord", F.col("delta").desc())
+
+
+def completing() -> Column:
+    """The change is a completion (ack or nack)."""
+    return F.col("delta") == -1
+
+
+def rising() -> Column:
+    """The send that took in-flight from 0 to 1 (an outage can start there)."""
+    return (F.col("delta") == 1) & (F.col("in_flight") == 1)
+
+
+def counted_in_flight(producer_events: DataFrame) -> DataFrame:
+    """`in_flight_changes` with `in_flight`: the messages in flight just after each change."""
+    so_far = running().rowsBetween(W.unboundedPreceding, W.currentRow)
+    return in_flight_changes(producer_events).withColumn("in_flight", F.sum("delta").over(so_far))
+
+
 def detect_outages(producer_events: DataFrame, pipeline: PipelineConfig) -> DataFrame:
     """gold.outages: for each completion, the stretch since the later of the previous
     completion and the send that took in-flight from 0 to 1; kept when ≥ the threshold."""
-    running = W.partitionBy(*STREAM).orderBy("ord", F.col("delta").desc())
-    so_far = running.rowsBetween(W.unboundedPreceding, W.currentRow)
-    before = running.rowsBetween(W.unboundedPreceding, -1)
-    is_completion = F.col("delta") == -1
-    is_rise = (F.col("delta") == 1) & (F.col("in_flight") == 1)
-    counted = in_flight_changes(producer_events).withColumn(
-        "in_flight", F.sum("delta").over(so_far)
-    )
+    before = running().rowsBetween(W.unboundedPreceding, -1)
+    is_completion, is_rise = completing(), rising()
+    counted = counted_in_flight(producer_events)
     stretches = (
         counted.select(
             *STREAM,

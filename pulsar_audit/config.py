@@ -53,6 +53,9 @@ class PipelineConfig:
     # Key_Shared: an acked message first received this long after its ack, while later-acked
     # messages were already received, is a stuck key.
     stuck_key_ms: int = 10000
+    # `watch`: an acked message not delivered while its subscription has delivered later
+    # messages of its producer and partition for this long (trace clock) is a suspected loss.
+    suspected_loss_ms: int = 1000
 
 
 @dataclass(frozen=True)

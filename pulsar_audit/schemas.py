@@ -500,6 +500,33 @@ ALERTS = T.StructType(
 )
 
 
+# One provisional finding of `watch` (issue 29), seen while a run is still being written: open
+# when a micro-batch first shows it, then confirmed by a batch finding (resolved_by: its
+# anomaly_id or outage_id) or withdrawn; times: started_at in the trace's clock, the rest wall.
+PROVISIONAL = T.StructType(
+    [
+        _f("finding_id", _STR, False),
+        _f("kind", _STR, False),
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("subscription", _STR),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("seq_from", _LONG),
+        _f("seq_to", _LONG),
+        _f("started_at", _TS),
+        _f("first_seen_batch", _LONG, False),
+        _f("first_seen_at", _TS, False),
+        _f("state", _STR, False),
+        _f("closed_batch", _LONG),
+        _f("closed_at", _TS),
+        _f("duration_ms", _DBL),
+        _f("resolved_by", _STR),
+        _f("explanation", _STR, False),
+    ]
+)
+
+
 @dataclass(frozen=True)
 class TableSpec:
     layer: str
@@ -551,6 +578,7 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gold", "run_features", RUN_FEATURES, ("run_id",)),
         TableSpec("gold", "config_risk", CONFIG_RISK, ("cluster", "namespace", "fault", "label")),
         TableSpec("gold", "alerts", ALERTS, ("dedup_key",)),
+        TableSpec("gold", "provisional", PROVISIONAL, ("finding_id",)),
     ]
 }
 

@@ -223,3 +223,36 @@ def candidate_alerts(
     for part in parts[1:]:
         merged = merged.unionByName(part)
     return _finish(merged)
+
+
+def alerts_for_provisional(provisional: DataFrame) -> DataFrame:
+    """gold.provisional (`watch`) as alerts: one per provisional finding, raised when it is
+    first seen, whatever becomes of it (a suspected loss or an outage in progress is critical,
+    duplicates and out-of-order deliveries a warning)."""
+    is_critical = F.col("kind").isin("suspected_loss", "outage_in_progress")
+    where = F.when(
+        F.col("subscription").isNotNull(), F.format_string(" on subscription %s", "subscription")
+    ).otherwise("")
+    seqs = F.when(F.col("seq_from").isNotNull(), F.concat(F.lit(", "), _seq_text())).otherwise("")
+    return _finish(
+        provisional.select(
+            dedup_key("provisional", "finding_id").alias("dedup_key"),
+            "kind",
+            F.when(is_critical, CRITICAL).otherwise(WARNING).alias("severity"),
+            "run_id",
+            "topic",
+            "subscription",
+            "finding_id",
+            F.format_string(
+                "run %s: %s (provisional, producer %s%s)%s",
+                "run_id",
+                "kind",
+                "producer",
+                seqs,
+                where,
+            ).alias("title"),
+            "explanation",
+            _no_causes().alias("causes"),
+            F.col("started_at").alias("first_ts"),
+        )
+    )

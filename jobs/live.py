@@ -1,0 +1,302 @@
+"""`watch`: the main job while a run is still being written (issue 29, first slice).
+
+A Spark Structured Streaming query over the landing folder notices each new trace file once
+(a file source: its checkpoint remembers which files it has handed out). Each micro-batch
+feeds its files through the very jobs `analyze` runs — ingest with the checks' row rules and
+table checks (jobs/ingest.py), the pipeline of the runs whose inputs changed
+(pipelines/runs_job.py) — and then judges the runs it touched for provisional findings
+(pipelines/live.py) into gold.provisional, whose rows go to the alert sinks once each.
+A run whose every consumer has ended is reconciled: each provisional finding is confirmed by
+a batch finding or withdrawn. On leaving (--once, --until-idle) `analyze` runs on the folder
+and the ended runs are reconciled with its findings (all runs with `final`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ingest.traces import TRACE_SUFFIXES
+from jobs.analyze import analyze
+from jobs.ingest import ingest_traces
+from jobs.stages import Progress, stage
+from pipelines import live
+from pipelines.runs_job import read_bronze, run_pipeline
+from pipelines.silver import subscriptions
+from pulsar_audit.config import Config
+from pulsar_audit.deferred import DeferredLakehouse, defers
+from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.errors import InputError
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import PROVISIONAL
+from pulsar_audit.storage import FileStat, FileStore
+from serve.alert_job import send_alerts
+from serve.alerts import alerts_for_provisional
+from serve.summary import runs_of_files
+
+log = logging.getLogger(__name__)
+
+# The binaryFile source's own columns (a stream is never schema-inferred); `content` is not
+# selected, so not read: the ingest reads each file once.
+BINARY_FILE = T.StructType(
+    [
+        T.StructField("path", T.StringType(), False),
+        T.StructField("modificationTime", T.TimestampType(), False),
+        T.StructField("length", T.LongType(), False),
+        T.StructField("content", T.BinaryType(), True),
+    ]
+)
+SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
+
+
+@dataclass
+class WatchOptions:
+    """once: the files there now, then stop; until_idle_s: stop after this long without a
+    new file; trigger_s: seconds between micro-batches; max_files: per micro-batch; final:
+    on leaving, reconcile every run, ended or not."""
+
+    checkpoint: str
+    once: bool = False
+    until_idle_s: float | None = None
+    trigger_s: float = 2.0
+    max_files: int = 100
+    final: bool = False
+
+
+@dataclass
+class Watched:
+    """What a watch did: micro-batches, files, the runs it judged."""
+
+    batches: int = 0
+    files: int = 0
+    last_batch: int = -1
+    runs: set[str] = field(default_factory=set)
+
+
+def trace_files(lakehouse: Lakehouse, path: str, max_files: int) -> DataFrame:
+    """A stream of the trace files appearing under `path` (their content is not read here)."""
+    suffixes = ",".join(s.lstrip(".") for s in TRACE_SUFFIXES)
+    return (
+        lakehouse.spark.readStream.format("binaryFile")
+        .schema(BINARY_FILE)
+        .option("pathGlobFilter", f"*.{{{suffixes}}}")
+        .option("recursiveFileLookup", "true")
+        .option("maxFilesPerTrigger", max_files)
+        .load(path)
+        .select("path")
+    )
+
+
+def judge(lakehouse: Lakehouse, config: Config, runs: list[str], batch_id: int) -> None:
+    """Open the provisional findings `runs` show now, settle what this micro-batch settles
+    (a run whose every consumer ended is reconciled: nothing of it stays open)."""
+    bronze = read_bronze(lakehouse).for_runs(runs)
+    of_runs = F.col("run_id").isin(runs)
+    anomalies = lakehouse.read("anomalies").filter(of_runs)
+    clock = live.run_clock(bronze.producer_events, bronze.consumer_events)
+    found = (
+        live.suspected_losses(
+            anomalies,
+            lakehouse.read("delivery").filter(of_runs),
+            clock,
+            config.pipeline.suspected_loss_ms,
+        )
+        .unionByName(
+            live.outages_in_progress(
+                bronze.producer_events, clock, config.pipeline.backoff_ladder_ms[0]
+            )
+        )
+        .unionByName(live.seen_as_they_are(anomalies))
+    )
+    known = _finding_ids(lakehouse.read("provisional").filter(of_runs))
+    new = [row for row in live.opened(found, batch_id).collect() if row["finding_id"] not in known]
+    if new:  # findings, not messages: a short list
+        lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
+    settle(lakehouse, runs, ended_runs(lakehouse, runs), batch_id)
+
+
+def _finding_ids(df: DataFrame) -> set[str]:
+    return {row["finding_id"] for row in df.select("finding_id").collect()}
+
+
+def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
+    """Those of `runs` whose every traced consumer has written its `end` event."""
+    if not runs:
+        return []
+    bronze = read_bronze(lakehouse).for_runs(runs)
+    ended = live.ended_runs(subscriptions(bronze.consumer_events, bronze.producer_events))
+    return sorted(row["run_id"] for row in ended.collect())
+
+
+def settle(lakehouse: Lakehouse, runs: list[str], final: list[str], batch_id: int) -> None:
+    """Confirm or withdraw the open provisional findings of `runs` against gold as it is;
+    those of the `final` runs are all settled (the run is over)."""
+    if not runs:
+        return
+    of_runs = F.col("run_id").isin(runs)
+    anomalies = lakehouse.read("anomalies").filter(of_runs)
+    updates = live.resolved(
+        lakehouse.read("provisional").filter(of_runs),
+        live.batch_findings(anomalies, lakehouse.read("outages").filter(of_runs)),
+        live.as_provisional(anomalies, live.STILL_MISSING),
+        F.col("run_id").isin(final),
+        batch_id,
+    ).collect()
+    if updates:
+        schema = T.StructType([PROVISIONAL[c] for c in ("finding_id", *SETTLED)])
+        frame = local_frame(lakehouse.spark, updates, schema)
+        lakehouse.update_changed("provisional", frame, SETTLED)
+
+
+def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, Any]:
+    """Raise an alert per provisional finding of `runs` not raised yet, send what is pending."""
+    if not config.alerts.sinks:
+        return {}
+    provisional = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
+    raised = _finding_ids(lakehouse.read("alerts").filter(F.col("finding_id").isNotNull()))
+    if _finding_ids(provisional) - raised:
+        lakehouse.insert_new("alerts", alerts_for_provisional(provisional))
+    return send_alerts(lakehouse, config)
+
+
+class Watch:
+    """One watch of a landing folder: the streaming query and what each micro-batch does."""
+
+    def __init__(
+        self,
+        lakehouse: Lakehouse,
+        config: Config,
+        path: str | Path,
+        options: WatchOptions,
+        progress: Progress | None = None,
+    ):
+        self.lakehouse, self.config, self.path = lakehouse, config, str(path)
+        self.options, self.progress = options, progress
+        self.done = Watched()
+        self._busy = threading.Lock()
+        self._last_active = time.monotonic()
+
+    def on_batch(self, batch: DataFrame, batch_id: int) -> None:
+        """One micro-batch: its files (one row each) through ingest, pipeline and judgement."""
+        with self._busy:
+            store = FileStore(self.lakehouse.spark)
+            files = [store.status(row["path"]) for row in batch.collect()]
+            with stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress):
+                if defers(self.lakehouse, sum(f.size_bytes for f in files)):
+                    # as analyze does for an input this small: each table committed once
+                    job = DeferredLakehouse(self.lakehouse)
+                    try:
+                        with self.lakehouse.exclusive("ingest"):
+                            runs = self._take_in(job, files)
+                            with stage("commit", self.progress):
+                                job.commit()
+                    finally:
+                        job.release()
+                else:
+                    runs = self._take_in(self.lakehouse, files)
+                if runs:  # on what is committed: a finding or a send is never deferred
+                    with stage("provisional findings", self.progress):
+                        judge(self.lakehouse, self.config, runs, batch_id)
+                    with stage("alerts", self.progress):
+                        alert(self.lakehouse, self.config, runs)
+            self.done.batches += 1
+            self.done.files += len(files)
+            self.done.last_batch = batch_id
+            self.done.runs.update(runs)
+            self._last_active = time.monotonic()
+
+    def _take_in(self, lakehouse: Lakehouse, files: list[FileStat]) -> list[str]:
+        """Ingest and pipeline of a micro-batch's files; return their runs."""
+        with stage("ingest traces", self.progress):
+            ingest_traces(lakehouse, self.path, self.progress, listed=files)
+        with stage("pipeline", self.progress):
+            run_pipeline(lakehouse, self.config, progress=self.progress)
+        # the batch's runs from the files' lineage: a batch replayed after a crash, whose
+        # files are ingested already, judges them again
+        return runs_of_files(lakehouse, [f.path for f in files])
+
+    def run(self) -> dict[str, Any]:
+        """Watch until the files there now are done (once), the folder is idle, or forever;
+        then, leaving, reconcile with `analyze` of the folder."""
+        opts = self.options
+        writer = (
+            trace_files(self.lakehouse, self.path, opts.max_files)
+            .writeStream.foreachBatch(self.on_batch)
+            .option("checkpointLocation", opts.checkpoint)
+            .queryName("pulsar-audit-watch")
+        )
+        if opts.once:
+            query = writer.trigger(availableNow=True).start()
+        else:
+            query = writer.trigger(processingTime=f"{opts.trigger_s} seconds").start()
+        try:
+            if opts.once or opts.until_idle_s is None:
+                query.awaitTermination()
+            else:
+                self._wait_idle(query, opts.until_idle_s)
+        except KeyboardInterrupt:  # watching until interrupted: leaving is the way out
+            log.info("watch interrupted after %d micro-batch(es)", self.done.batches)
+        finally:
+            query.stop()
+        return self.leave()
+
+    def _wait_idle(self, query: Any, idle_s: float) -> None:  # noqa: ANN401 - StreamingQuery
+        while not query.awaitTermination(0.5):
+            with self._busy:  # never idle while a micro-batch runs
+                if time.monotonic() - self._last_active >= idle_s:
+                    return
+
+    def leave(self) -> dict[str, Any]:
+        """`analyze` the folder, reconcile its ended runs (every run when final), report."""
+        try:
+            with stage("analyze", self.progress):
+                found = analyze(self.lakehouse, self.config, self.path, self.progress)
+        except InputError:  # the folder holds no input yet
+            found = {"ingest": {}, "runs": []}
+        runs = sorted({r["run_id"] for r in found["runs"]} | self.done.runs)
+        reconciled = runs if self.options.final else ended_runs(self.lakehouse, runs)
+        settle(self.lakehouse, runs, reconciled, self.done.last_batch)
+        sent = alert(self.lakehouse, self.config, runs) if runs else {}
+        return {
+            "batches": self.done.batches,
+            "files": self.done.files,
+            "runs": runs,
+            "provisional": provisional_rows(self.lakehouse, runs),
+            "alerts": sent,
+            "analyze": {"ingest": found["ingest"], "valid": _verdicts(found)},
+        }
+
+
+def _verdicts(found: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: r.get(k) for k in ("run_id", "subscription", "valid")} for r in found["runs"]]
+
+
+def provisional_rows(lakehouse: Lakehouse, runs: list[str]) -> list[dict[str, Any]]:
+    """gold.provisional of `runs` (findings: a short list), in the order they were seen."""
+    rows = (
+        lakehouse.read("provisional")
+        .filter(F.col("run_id").isin(runs))
+        .orderBy("first_seen_batch", "kind", "seq_from", "started_at")
+        .collect()
+    )
+    return [row.asDict() for row in rows]
+
+
+def watch(
+    lakehouse: Lakehouse,
+    config: Config,
+    path: str | Path,
+    options: WatchOptions,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """`pulsar-audit watch PATH`: see the module's docstring."""
+    lakehouse.create_all()
+    return Watch(lakehouse, config, path, options, progress).run()

@@ -1,0 +1,257 @@
+"""Provisional findings of `watch` (issue 29): what a run still being written already shows,
+judged from the same silver and gold the batch detectors build, and their lifecycle.
+
+Time here is the trace's own clock: a run's `now` is the latest event of any of its clients,
+so a replayed trace gives the same findings as a live one. Pure transforms; jobs/live.py reads
+and writes.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.common import seq_range, stable_id, to_millis
+from pipelines.detect_outages import STREAM, completing, counted_in_flight, rising
+from pulsar_audit.schemas import PROVISIONAL, conform
+
+OPEN, CONFIRMED, WITHDRAWN = "open", "confirmed", "withdrawn"
+SUSPECTED_LOSS, OUTAGE_IN_PROGRESS = "suspected_loss", "outage_in_progress"
+# Batch kind → the provisional kind it confirms (an outage: any gold.outages row), and the
+# batch kinds that say a suspected loss's messages are still missing.
+CONFIRMING = {"lost": SUSPECTED_LOSS, "duplicated": "duplicated", "out_of_order": "out_of_order"}
+STILL_MISSING = {"unseen": SUSPECTED_LOSS, "lost": SUSPECTED_LOSS}
+SEEN_AS_THEY_ARE = ("duplicated", "out_of_order")
+FINDING_KEY = ["run_id", "topic", "subscription", "partition", "producer"]
+
+
+def run_clock(producer_events: DataFrame, consumer_events: DataFrame) -> DataFrame:
+    """(run_id, now): the latest event of the run, producers' and consumers' alike."""
+    return (
+        producer_events.select("run_id", "ts")
+        .unionByName(consumer_events.select("run_id", "ts"))
+        .groupBy("run_id")
+        .agg(F.max("ts").alias("now"))
+    )
+
+
+def ended_runs(subscriptions: DataFrame) -> DataFrame:
+    """(run_id): runs whose every traced consumer has written its `end` event.
+
+    subscriptions: `pipelines.silver.subscriptions` of the runs."""
+    traced = subscriptions.filter(F.col("subscription") != "")
+    return (
+        traced.groupBy("run_id").agg(F.bool_and("all_ended").alias("ended")).filter("ended")
+    ).select("run_id")
+
+
+def suspected_losses(
+    anomalies: DataFrame, delivery: DataFrame, clock: DataFrame, threshold_ms: int
+) -> DataFrame:
+    """Blocks of acked messages a subscription has not got (the batch detector's `unseen` or
+    `lost`), while it got later messages of the same producer and partition over
+    `threshold_ms` ago. Columns: the finding's key, seqs, started_at, explanation."""
+    missing = anomalies.filter(F.col("kind").isin("unseen", "lost"))
+    later = (
+        missing.alias("m")
+        .join(
+            delivery.alias("d"),
+            [F.col(f"m.{c}") == F.col(f"d.{c}") for c in FINDING_KEY]
+            + [F.col("d.seq") > F.col("m.seq_to")],
+            how="inner",
+        )
+        .groupBy(*[F.col(f"m.{c}") for c in (*FINDING_KEY, "seq_from", "seq_to", "first_ts")])
+        .agg(F.min("d.ts").alias("later_delivered"))
+        .join(clock, ["run_id"], how="inner")
+    )
+    waited_ms = to_millis(F.col("later_delivered"), F.col("now"))
+    explanation = F.format_string(
+        "acked messages %s from producer %s not delivered to subscription %s, while it has "
+        "had later messages of that producer and partition for %.0f ms (suspected loss: "
+        "confirmed if the run ends without them, withdrawn if they arrive)",
+        seq_range(),
+        F.col("producer"),
+        F.col("subscription"),
+        waited_ms,
+    )
+    return later.filter(waited_ms >= threshold_ms).select(
+        F.lit(SUSPECTED_LOSS).alias("kind"),
+        *FINDING_KEY,
+        "seq_from",
+        "seq_to",
+        F.col("first_ts").alias("started_at"),
+        explanation.alias("explanation"),
+    )
+
+
+def outages_in_progress(producer_events: DataFrame, clock: DataFrame, step_ms: int) -> DataFrame:
+    """Producers with messages in flight and no completion for `step_ms` or more up to the
+    run's `now`: the stretch gold.outages will hold once a completion ends it (same counting,
+    pipelines/detect_outages.py). step_ms: the client's first reconnect backoff step."""
+    last = F.struct("ord", (-F.col("delta")).alias("later"))  # completions after sends
+    open_now = (
+        counted_in_flight(producer_events)
+        .groupBy(*STREAM)
+        .agg(
+            F.max_by("in_flight", last).alias("in_flight"),
+            F.max(F.when(completing(), F.col("ord.ts"))).alias("last_completion"),
+            F.max(F.when(rising(), F.col("ord.ts"))).alias("last_rise"),
+        )
+        .filter(F.col("in_flight") > 0)
+        .withColumn("started_at", F.greatest("last_completion", "last_rise"))
+        .join(clock, ["run_id"], how="inner")
+    )
+    waited_ms = to_millis(F.col("started_at"), F.col("now"))
+    explanation = F.format_string(
+        "producer %s has had %d message(s) in flight and none completed for %.0f ms so far "
+        "(outage in progress)",
+        F.col("producer"),
+        F.col("in_flight"),
+        waited_ms,
+    )
+    return open_now.filter(waited_ms >= step_ms).select(
+        F.lit(OUTAGE_IN_PROGRESS).alias("kind"),
+        *STREAM,
+        F.lit(None).cast("string").alias("subscription"),
+        F.lit(None).cast("long").alias("seq_from"),
+        F.lit(None).cast("long").alias("seq_to"),
+        "started_at",
+        explanation.alias("explanation"),
+    )
+
+
+def seen_as_they_are(anomalies: DataFrame) -> DataFrame:
+    """Duplicates and out-of-order deliveries: provisional as soon as the detectors see them."""
+    return anomalies.filter(F.col("kind").isin(*SEEN_AS_THEY_ARE)).select(
+        "kind",
+        *FINDING_KEY,
+        "seq_from",
+        "seq_to",
+        F.col("first_ts").alias("started_at"),
+        "explanation",
+    )
+
+
+def opened(found: DataFrame, batch_id: int) -> DataFrame:
+    """PROVISIONAL rows, open, for findings first seen in micro-batch `batch_id`: the id is
+    the kind with where it starts, so the same finding seen again keeps its row."""
+    starts = F.coalesce(F.col("seq_from").cast("string"), F.unix_micros("started_at"))
+    return conform(
+        found.withColumn("finding_id", stable_id("kind", *FINDING_KEY, starts))
+        .withColumn("first_seen_batch", F.lit(batch_id).cast("long"))
+        .withColumn("first_seen_at", F.current_timestamp())
+        .withColumn("state", F.lit(OPEN))
+        .withColumn("closed_batch", F.lit(None).cast("long"))
+        .withColumn("closed_at", F.lit(None).cast("timestamp"))
+        .withColumn("duration_ms", F.lit(None).cast("double"))
+        .withColumn("resolved_by", F.lit(None).cast("string")),
+        PROVISIONAL,
+    )
+
+
+def as_provisional(anomalies: DataFrame, kinds: dict[str, str]) -> DataFrame:
+    """gold.anomalies of the batch kinds in `kinds` (batch kind → provisional kind), in the
+    shape `resolved` matches against: kind, FINDING_KEY, seqs, start, end, duration_ms,
+    batch_id."""
+    provisional_kind = F.create_map(*[F.lit(x) for pair in kinds.items() for x in pair])
+    return anomalies.filter(F.col("kind").isin(*kinds)).select(
+        provisional_kind[F.col("kind")].alias("kind"),
+        *FINDING_KEY,
+        "seq_from",
+        "seq_to",
+        F.col("first_ts").alias("start"),
+        F.col("last_ts").alias("end"),
+        F.lit(None).cast("double").alias("duration_ms"),
+        F.col("anomaly_id").alias("batch_id"),
+    )
+
+
+def batch_findings(anomalies: DataFrame, outages: DataFrame) -> DataFrame:
+    """The batch findings that confirm a provisional one (`as_provisional` shape): the
+    anomalies of CONFIRMING's kinds and every gold.outages row."""
+    from_outages = outages.select(
+        F.lit(OUTAGE_IN_PROGRESS).alias("kind"),
+        "run_id",
+        "topic",
+        F.lit(None).cast("string").alias("subscription"),
+        "partition",
+        "producer",
+        F.lit(None).cast("long").alias("seq_from"),
+        F.lit(None).cast("long").alias("seq_to"),
+        "start",
+        "end",
+        "duration_ms",
+        F.col("outage_id").alias("batch_id"),
+    )
+    return as_provisional(anomalies, CONFIRMING).unionByName(from_outages)
+
+
+def _same_finding() -> Column:
+    """A batch finding `b` is the provisional finding `p`: same kind and place, and their
+    seqs overlap (findings of messages) or the outage's stretch holds `p`'s start."""
+    same_place = [F.col(f"p.{c}").eqNullSafe(F.col(f"b.{c}")) for c in ("kind", *FINDING_KEY)]
+    seqs_overlap = (F.col("b.seq_from") <= F.col("p.seq_to")) & (
+        F.col("p.seq_from") <= F.col("b.seq_to")
+    )
+    holds_start = F.col("p.seq_from").isNull() & F.col("p.started_at").between(
+        F.col("b.start"), F.col("b.end")
+    )
+    condition = seqs_overlap | holds_start
+    for clause in same_place:
+        condition = clause & condition
+    return condition
+
+
+def _matching(open_rows: DataFrame, findings: DataFrame, flag: str) -> DataFrame:
+    """(finding_id, <flag>, resolved_by, duration_ms) of the open rows some finding matches."""
+    return (
+        open_rows.alias("p")
+        .join(findings.alias("b"), _same_finding(), how="inner")
+        .groupBy("p.finding_id")
+        .agg(
+            F.lit(True).alias(flag),
+            F.min("b.batch_id").alias("resolved_by"),
+            F.max("b.duration_ms").alias("duration_ms"),
+        )
+    )
+
+
+def resolved(
+    provisional: DataFrame,
+    confirming: DataFrame,
+    still_missing: DataFrame,
+    final: Column,
+    batch_id: int,
+) -> DataFrame:
+    """The open provisional findings settled in micro-batch `batch_id`, as (finding_id,
+    state, closed_batch, closed_at, duration_ms, resolved_by).
+
+    confirming: `batch_findings`; a match confirms (an outage once acks resumed and the
+    batch detector closed it, with its duration). still_missing: the `unseen` and `lost`
+    blocks (`as_provisional(anomalies, STILL_MISSING)`): a suspected loss none holds any
+    more was delivered after all, and is withdrawn. final: true for a row whose run ended;
+    then every other open finding of it is withdrawn too."""
+    open_rows = provisional.filter(F.col("state") == OPEN)
+    missing = _matching(open_rows, still_missing, "missing").select("finding_id", "missing")
+    settled = (
+        open_rows.select("finding_id", "kind", final.alias("final"))
+        .join(_matching(open_rows, confirming, "matched"), ["finding_id"], how="left")
+        .join(missing, ["finding_id"], how="left")
+    )
+    is_loss = F.col("kind") == SUSPECTED_LOSS
+    delivered = is_loss & F.col("missing").isNull()
+    state = F.when(F.col("matched"), F.lit(CONFIRMED)).when(
+        F.col("final") | delivered, F.lit(WITHDRAWN)
+    )
+    return (
+        settled.withColumn("state", state)
+        .filter(F.col("state").isNotNull())
+        .select(
+            "finding_id",
+            "state",
+            F.lit(batch_id).cast("long").alias("closed_batch"),
+            F.current_timestamp().alias("closed_at"),
+            F.when(F.col("matched"), F.col("duration_ms")).alias("duration_ms"),
+            F.when(F.col("matched"), F.col("resolved_by")).alias("resolved_by"),
+        )
+    )

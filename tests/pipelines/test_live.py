@@ -1,0 +1,109 @@
+"""pipelines/live.py on tiny literal frames: when an outage is in progress, and how the open
+provisional findings are settled (the end-to-end lifecycle: tests/live/)."""
+
+from __future__ import annotations
+
+from pipeline_events import T0, ack, at, bronze, send
+from pyspark.sql import functions as F
+
+from pipelines.live import CONFIRMED, OPEN, WITHDRAWN, outages_in_progress, resolved
+from pulsar_audit.schemas import PROVISIONAL
+
+STEP_MS = 100
+SHAPE = (
+    "kind string, run_id string, topic string, subscription string, partition int, "
+    "producer string, seq_from long, seq_to long, start timestamp, end timestamp, "
+    "duration_ms double, batch_id string"
+)
+
+
+def _clock(spark, now_ms: float):  # noqa: ANN001, ANN202
+    return spark.createDataFrame([("r1", at(now_ms))], "run_id string, now timestamp")
+
+
+def test_no_events_no_outage_in_progress(spark) -> None:
+    producer = bronze(spark, []).producer_events
+    assert outages_in_progress(producer, _clock(spark, 0), STEP_MS).count() == 0
+
+
+def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(spark) -> None:
+    events = [send(1, 0), ack(1, 2), send(2, 10), send(3, 20)]
+    producer = bronze(spark, events).producer_events
+
+    def found(now_ms: float) -> list[tuple]:
+        rows = outages_in_progress(producer, _clock(spark, now_ms), STEP_MS).collect()
+        return [(r.kind, r.producer, r.started_at, r.explanation) for r in rows]
+
+    assert found(109) == []
+    # since the send that took in-flight from 0 to 1 (at 10), not the ack before it (at 2)
+    assert found(110) == [
+        (
+            "outage_in_progress",
+            "p1",
+            at(10),
+            "producer p1 has had 2 message(s) in flight and none completed for 100 ms so far "
+            "(outage in progress)",
+        )
+    ]
+    resumed = bronze(spark, [*events, ack(2, 300), ack(3, 301)]).producer_events
+    assert outages_in_progress(resumed, _clock(spark, 900), STEP_MS).count() == 0
+
+
+def _provisional(spark, *rows: tuple):  # noqa: ANN001, ANN202
+    """(finding_id, kind, seq_from, started_ms, state) → PROVISIONAL rows of run r1."""
+    full = [
+        (fid, kind, "r1", "t", None if seq is None else "s1", -1, "p1", seq, seq, at(ms), 0, T0)
+        + (state, None, None, None, None, "x")
+        for fid, kind, seq, ms, state in rows
+    ]
+    return spark.createDataFrame(full, PROVISIONAL)
+
+
+def _found(spark, *rows: tuple):  # noqa: ANN001, ANN202
+    """(kind, seq, start_ms, end_ms, duration_ms, batch_id) in `as_provisional`'s shape."""
+    full = [
+        (kind, "r1", "t", None if seq is None else "s1", -1, "p1", seq, seq, at(start), at(end))
+        + (duration, batch_id)
+        for kind, seq, start, end, duration, batch_id in rows
+    ]
+    return spark.createDataFrame(full, SHAPE)
+
+
+def test_open_findings_are_confirmed_withdrawn_or_left_open(spark) -> None:
+    provisional = _provisional(
+        spark,
+        ("lost-10", "suspected_loss", 10, 0, OPEN),
+        ("late-5", "suspected_loss", 5, 0, OPEN),
+        ("arrived-7", "suspected_loss", 7, 0, OPEN),
+        ("outage", "outage_in_progress", None, 400, OPEN),
+        ("dup-3", "duplicated", 3, 0, OPEN),
+        ("settled", "suspected_loss", 8, 0, WITHDRAWN),
+    )
+    confirming = _found(
+        spark,
+        ("suspected_loss", 10, 0, 0, None, "anomaly-lost"),
+        ("outage_in_progress", None, 400, 800, 400.0, "outage-1"),
+        ("suspected_loss", 8, 0, 0, None, "anomaly-8"),  # settled already: left alone
+    )
+    still_missing = _found(spark, ("suspected_loss", 5, 0, 0, None, "unseen-5"))
+
+    def settled(final: bool) -> list[tuple]:
+        rows = resolved(provisional, confirming, still_missing, F.lit(final), 3).collect()
+        return sorted(
+            (r.finding_id, r.state, r.closed_batch, r.duration_ms, r.resolved_by) for r in rows
+        )
+
+    assert settled(False) == [
+        ("arrived-7", WITHDRAWN, 3, None, None),  # no longer missing: delivered after all
+        ("lost-10", CONFIRMED, 3, None, "anomaly-lost"),
+        ("outage", CONFIRMED, 3, 400.0, "outage-1"),  # acks resumed: the stretch holds it
+    ]
+    assert settled(True) == [
+        ("arrived-7", WITHDRAWN, 3, None, None),
+        ("dup-3", WITHDRAWN, 3, None, None),
+        ("late-5", WITHDRAWN, 3, None, None),
+        ("lost-10", CONFIRMED, 3, None, "anomaly-lost"),
+        ("outage", CONFIRMED, 3, 400.0, "outage-1"),
+    ]
+    empty = provisional.limit(0)
+    assert resolved(empty, confirming, still_missing, F.lit(True), 3).count() == 0
