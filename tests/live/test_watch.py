@@ -2,7 +2,9 @@
 a literal trace lands in three chunks (live_trace.py); each provisional finding appears in the
 micro-batch of the chunk that proves it, and is confirmed or withdrawn once the run ends; a
 second watch on the same checkpoint goes on after the files already handed out, and no alert
-reaches the receiver twice."""
+reaches the receiver twice. Opt-in (`-m live_long` or PULSAR_AUDIT_LONG_TESTS=1): each micro-batch
+still costs about a cold `analyze` (docs/live.md), so the three cost minutes; the default suite
+keeps the literal tests of the live judgement (tests/pipelines/test_live.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
 from json_schema_check import validate
 from live_trace import LATE, LOST, OUTAGE_END_MS, OUTAGE_START_MS, RUN, write_chunk
 from watch_results import (
@@ -22,6 +25,8 @@ from watch_results import (
 
 from jobs.live import WatchOptions, watch
 from pulsar_audit.config import AlertsConfig, SinkConfig, WebhookSinkConfig
+
+pytestmark = pytest.mark.live_long
 
 
 def _with_webhook(config, url: str):  # noqa: ANN001, ANN202
