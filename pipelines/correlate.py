@@ -253,7 +253,11 @@ def _top_causes(candidates: DataFrame) -> DataFrame:
     # a long finding can hold a million candidate events (a real broker logs a failed add per
     # pending message) — a collect_list of them all ran out of memory. The order is the
     # struct's own, so the pick is the one array_sort over all of them gave.
+    # A fact logged twice (a broker writes its ZooKeeper session loss from two loggers in the
+    # same millisecond) is one cause: identical candidates sort side by side, the repeats go.
     order = W.partitionBy("finding_id").orderBy(*[F.col(f"c.{name}") for name in CAUSE_ORDER])
+    repeat = F.coalesce(F.col("c") == F.lag("c").over(order), F.lit(False))
+    ranked = ranked.withColumn("_repeat", repeat).filter(~F.col("_repeat"))
     ranked = ranked.withColumn("_n", F.row_number().over(order)).filter(F.col("_n") <= MAX_CAUSES)
     best = F.array_sort(F.collect_list("c"))
     as_cause = F.transform(

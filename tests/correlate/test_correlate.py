@@ -116,6 +116,29 @@ def test_duplicates_first_cause_is_the_lost_zookeeper_session(spark):
     }
 
 
+def test_a_fact_logged_twice_is_one_cause(spark):
+    # Pulsar 4.0.7's broker logs a lost ZooKeeper session from two loggers in the same
+    # millisecond (ZKSessionWatcher, then PulsarService): two events, one fact. A second loss
+    # a second later is another fact and stays.
+    got = _causes(
+        spark,
+        [("d1", "duplicated", TOPIC, -1, 1000, 1600)],
+        [
+            ("e1", 990, "broker-2", "broker", "zk_session_lost", None, None),
+            ("e2", 990, "broker-2", "broker", "zk_session_lost", None, None),
+            ("e3", 1450, "broker-1", "broker", "ledger_recovery", TOPIC, None),
+            ("e4", 1990, "broker-2", "broker", "zk_session_lost", None, None),
+        ],
+    )
+    assert got == {
+        "d1": [
+            ("zk_session_lost", "broker-2"),
+            ("zk_session_lost", "broker-2"),
+            ("ledger_recovery", "broker-1"),
+        ]
+    }
+
+
 def test_with_causes_fills_matches_and_empties_the_rest(spark):
     outages = spark.createDataFrame([("o1",), ("o2",)], "outage_id string").withColumn(
         "causes", F.array().cast(T.ArrayType(CAUSE, False))
