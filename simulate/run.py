@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pulsar_audit.kinds import ANOMALY_KINDS, PRODUCER_KINDS
@@ -33,6 +34,13 @@ from simulate.truth_keys import type_labels
 
 log = logging.getLogger(__name__)
 TRUTH_FILE = "truth.json"
+# A small run computes its messages, stored copies and each consumer's deliveries once and
+# keeps them (a local checkpoint): every consumer, the labels, the trace and the counts read
+# them again, and without it each of the run's 20-35 Spark jobs re-plans and recomputes the
+# whole lineage, which is most of a small run's CPU (docs/performance.md, "Session 20":
+# measured on the agreement suite's 1,000-message runs; the sweeps' are 500). A larger run
+# recomputes them from the plan (closed-form, cheap per row) rather than hold them.
+KEEP_UP_TO = 10_000
 DEFAULT_LADDER = [100, 300, 700, 1500, 3100, 6300, 12700, 25500]
 # Infrastructure event types (pipelines/log_patterns.py, zk_events.py) the simulated logs hold
 # for a finding: `analyze` should name at least one of them among its causes.
@@ -70,8 +78,9 @@ def simulate_run(
     folder.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     plan = C.with_bookies_return(build_plan(s))
-    messages = build_messages(spark, plan)
-    copies = C.stored_copies(messages)
+    keep = _keeper(s)
+    messages = keep(build_messages(spark, plan))
+    copies = keep(C.stored_copies(messages))
     found = C.consumers(plan)
     stop_rows = [r.asDict() for r in C.block_positions(copies, plan, found).collect()]
     lines, small = producer_lines(messages, plan), run_events(plan)
@@ -86,7 +95,7 @@ def simulate_run(
         ended = consumer.stop_fraction == 0 and all(
             r[f"stop_{n}"] >= r["stored"] for r in stop_rows
         )
-        delivered = C.deliveries(copies, plan, consumer, stops)
+        delivered = keep(C.deliveries(copies, plan, consumer, stops))
         lines = lines.unionByName(consumer_lines(delivered, plan, consumer, n))
         if ended:
             small.extend(end_event(plan, consumer, n, client) for client in consumer.members)
@@ -150,6 +159,13 @@ def simulate_run(
     truth["generate_s"] = round(time.monotonic() - started, 2)
     (folder / TRUTH_FILE).write_text(json.dumps(truth, indent=1, default=str) + "\n")
     return truth
+
+
+def _keeper(s: Scenario) -> Callable[[DataFrame], DataFrame]:
+    """How the run keeps a frame its later actions read again (see KEEP_UP_TO)."""
+    if s.messages * s.streams > KEEP_UP_TO:
+        return lambda frame: frame
+    return lambda frame: frame.localCheckpoint()
 
 
 def _anomalies(
