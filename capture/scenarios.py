@@ -29,6 +29,11 @@ CONSUMER_FAULTS = {
     "consumer-crash": {"consumer_churn": "kill"},
     "nack-redelivery": {"nack_every": 10},
 }
+# Who reads the topic back after production (`--consumer`): a Reader, a new subscription, or
+# one the admin API created at the latest position before the first send (apache/pulsar#18236:
+# a broker killed before that cursor's position reached ZooKeeper recovered it one entry on).
+CONSUMERS = ("reader", "subscription", "pre-created")
+PRE_CREATED = "pre-created"
 LIVE_DEFAULTS = {"consumers": 3, "subscription_type": "Key_Shared", "keys": 50}
 # The simulator's names for the same scenarios (simulate/scenario.py).
 ALIASES = {"isolate-broker": "isolate-broker-from-zk", "isolate-bookie": "isolate-bookie-from-zk"}

@@ -12,6 +12,7 @@ from pathlib import Path
 from capture.chaos import ACTIONS, DEFAULT_HOLD_S, NEEDS_NETNS
 from capture.scenarios import (
     CONSUMER_FAULTS,
+    CONSUMERS,
     LIVE_DEFAULTS,
     NETNS_SESSION_MS,
     RATE,
@@ -277,8 +278,10 @@ def _consumer_args(p: argparse.ArgumentParser) -> None:
     """Who consumes: a read-back after production, or live consumers of a subscription."""
     p.add_argument(
         "--consumer",
-        choices=("reader", "subscription"),
-        help="read back after production with a Reader (default) or one subscription consumer",
+        choices=CONSUMERS,
+        help="read back after production with a Reader (default), one consumer of a new "
+        "subscription, or of one the admin API created at the latest position before the first "
+        "send (pre-created: apache/pulsar#18236)",
     )
     p.add_argument(
         "--subscription-type",

@@ -35,6 +35,12 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
             "subscription_type": "Key_Shared",
             "consumers": 3,
         },
+        "expected one of reader, subscription, pre-created": {"consumer": "durable"},
+        "--consumer pre-created reads after production": {
+            "consumer": "pre-created",
+            "subscription_type": "Key_Shared",
+            "consumers": 3,
+        },
     }
     for message, kwargs in refused.items():
         with pytest.raises(UsageError, match=message):
@@ -44,6 +50,7 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
     _opts(consumer="subscription", subscription_type="Shared").check()
     _opts(subscription_type="Key_Shared", consumers=3, nack_every=5, consumer_churn="close").check()
     _opts(batching=True, deduplication=True).check()
+    _opts(consumer="pre-created").check()  # apache/pulsar#18236: one Exclusive consumer after
 
 
 def test_batching_is_off_unless_asked_and_lands_in_the_run_config() -> None:
@@ -82,3 +89,17 @@ def test_a_restarted_consumer_numbers_its_events_on(tmp_path: Path) -> None:
     assert next_event_index(tmp_path, "r1", "sub-c1") == 4
     write("sub-c1.1", [4, 5])
     assert next_event_index(tmp_path, "r1", "sub-c1") == 6
+
+
+def test_chaos_run_takes_a_pre_created_subscription_and_refuses_it_with_live_consumers(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """`--consumer pre-created` is a choice of the CLI; with live consumers it is refused before
+    any cluster starts (exit 2), naming the conflict."""
+    from jobs.cli import main
+
+    argv = ["chaos", "run", "--scenario", "kill-broker", "--consumer", "pre-created",
+            "--workdir", "/nonexistent/pa-h1"]  # fmt: skip
+    assert main([*argv, "--dry-run"]) == 0
+    assert main([*argv, "--consumers", "2", "--subscription-type", "Shared"]) == 2
+    assert "--consumer pre-created reads after production" in capsys.readouterr().err
