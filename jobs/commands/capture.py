@@ -11,6 +11,7 @@ from pathlib import Path
 
 from capture.chaos import ACTIONS, DEFAULT_HOLD_S, NEEDS_NETNS
 from capture.scenarios import (
+    CHURN_MODES,
     CONSUMER_FAULTS,
     CONSUMERS,
     LIVE_DEFAULTS,
@@ -320,9 +321,10 @@ def _consumer_args(p: argparse.ArgumentParser) -> None:
         "--consumer-churn",
         nargs="?",
         const="kill",
-        choices=("kill", "close"),
+        choices=CHURN_MODES,
         help="a live consumer leaves at 30%% of the acks (kill: SIGKILL, default; close), a new "
-        "one joins at 50%%, the first comes back under its name at 70%%",
+        "one joins at 50%%, the first comes back under its name at 70%%; rolling: every "
+        "consumer in turn closes and comes straight back (20%%-80%% of the acks)",
     )
 
 
