@@ -3,6 +3,11 @@
     .venv/bin/python scripts/known_bug_runs.py RESULT.json [...] --bug apache/pulsar#18236 \\
         --release 2.10.2
 
+or, for runs captured by `capture run` and analyzed together afterwards (one `analyze` over
+several runs: one Spark session instead of one per run),
+
+    .venv/bin/python scripts/known_bug_runs.py RUN_DIR [...] --analyzed ANALYZE.json --bug ...
+
 Each run is packed as `scripts/keyshared_runs.py` packs one (the archive of `real_runs.py
 finish`, the trace whole, the run's own analyze kept: no second one) and its manifest row is
 appended (manifest.jsonl merges as a union of lines) with `series: "issue-27-item-3"`, the
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -82,13 +88,25 @@ def keep(result_path: Path, bug: str, release: str, out: Path) -> dict:
     return row
 
 
+def _as_chaos_result(run_dir: Path, analyzed: Path) -> Path:
+    """What `chaos run --json` prints for `run_dir`: its capture and the analyze of it."""
+    result = {**json.loads(analyzed.read_text()), "capture": json.loads(
+        (run_dir / "capture.json").read_text())}  # fmt: skip
+    path = Path(tempfile.mkdtemp()) / f"{run_dir.name}.json"
+    path.write_text(json.dumps(result))
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path)
     parser.add_argument("--bug", required=True, choices=sorted(BUGS))
     parser.add_argument("--release", required=True, help="the Pulsar release the runs ran on")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "real-runs")
+    parser.add_argument("--analyzed", type=Path, help="`analyze --json` of the RUN_DIRs given")
     args = parser.parse_args()
+    if args.analyzed:
+        args.results = [_as_chaos_result(run, args.analyzed) for run in args.results]
     manifest = args.out / "manifest.jsonl"
     kept = {json.loads(line)["run_id"] for line in manifest.read_text().splitlines() if line}
     with manifest.open("a") as rows:
