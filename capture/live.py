@@ -232,16 +232,16 @@ def rolling_steps(live: LiveConsumers, messages: int, report: Report) -> list:
     """Each consumer of the start, in turn, closes and is started again under its name: a
     `restart-consumer` chaos event with phase start (closed) and end (back)."""
 
-    def restart(name: str) -> Callable[[int], None]:
-        def step(ack_count: int) -> None:
+    def restart_of(name: str) -> Callable[[int], None]:
+        def restart(ack_count: int) -> None:  # its name is the step's in capture.json
             report("restart-consumer", name, {"ack_count": ack_count, "phase": "start"})
             live.leave(name, "close")
             details = live.come_back(name)
             fields = {"ack_count": ack_count, "phase": "end", "restarted": True, **details}
             report("restart-consumer", name, fields)
 
-        return step
+        return restart
 
     names = [live.name_of(i) for i in range(1, live.opts.consumers + 1)]
     marks = rolling_marks(len(names), messages)
-    return [(mark, restart(name)) for mark, name in zip(marks, names, strict=True)]
+    return [(mark, restart_of(name)) for mark, name in zip(marks, names, strict=True)]

@@ -132,7 +132,9 @@ def test_rolling_churn_restarts_every_consumer_once_in_turn() -> None:
     assert rolling_marks(4, 10) == [2, 4, 6, 8]
     live, events = _RecordingLive(3), []
     steps = churn_steps(live, "rolling", 1000, lambda *event: events.append(event))
-    assert [mark for mark, _ in steps] == [200, 500, 800]
+    assert [(mark, step.__name__) for mark, step in steps] == [
+        (200, "restart"), (500, "restart"), (800, "restart")
+    ]  # fmt: skip
     steps[1][1](503)
     assert live.calls == [("leave", "audit-x-c2", "close"), ("come_back", "audit-x-c2")]
     assert events == [
