@@ -29,6 +29,7 @@ from keyshared_runs import COUNTS, KEY_KINDS, pack_result  # noqa: E402
 
 from pulsar_audit.paths import REPO_ROOT  # noqa: E402
 
+SETUP = ("consumer", "subscription_type", "consumers", "keys", "consumer_churn", "rate", "chaos")
 # bug → (releases its thread names as affected, as fixed; what the affected ones do here)
 BUGS = {
     # A subscription created at the latest position by the admin API persisted its read
@@ -68,13 +69,7 @@ def keep(result_path: Path, bug: str, release: str, out: Path) -> dict:
         series="issue-27-item-3",
         bug=bug,
         seed=None,  # a real run
-        consumer=setup.get("consumer"),
-        subscription_type=setup.get("subscription_type"),
-        consumers=setup.get("consumers"),
-        keys=setup.get("keys"),
-        consumer_churn=setup.get("consumer_churn"),
-        rate=setup.get("rate"),
-        chaos=setup.get("chaos"),
+        **{key: setup.get(key) for key in SETUP},
         expected=expected(bug, release),
         found={
             **{k: reader.get(k) for k in COUNTS},
