@@ -53,6 +53,14 @@ _SKIPPED = (
     "the broker found the ledger holding these entries lost (no bookie has a copy) and, as "
     "autoSkipNonRecoverableData allows, acknowledged it in the subscription unread"
 )
+_CURSOR = (
+    "a broker that loaded the topic recovered the subscription's cursor to this position: "
+    "every entry up to it counts as consumed, delivered or not"
+)
+_UNREADABLE_SKIPPED = (
+    "reads of the fragment holding these entries failed; a broker that skips unreadable data "
+    "(autoSkipNonRecoverableData) moves its consumers past them"
+)
 _TRANSFER = (
     "the bundle was transferred to another broker (PIP-192): its topics closed on the old owner "
     "and the clients were sent to the new one, which had to load them first"
@@ -109,6 +117,7 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
     },
     "lost": {
         "ledger_skipped_lost": (0, _SKIPPED),
+        "cursor_recovered": (1, _CURSOR),
         "ledger_read_failed": (1, _UNREADABLE),
         "bookie_lost": (1, _BOOKIE_GONE),
         "bookie_unreachable": (2, _BOOKIE_GONE),
@@ -130,6 +139,12 @@ CAUSE_RULES: dict[str, dict[str, tuple[int, str]]] = {
         "bundle_unload_started": (1, _UNLOAD),
         "producer_disconnected": (1, _DISCONNECT),
         "bundle_ownership_acquired": (2, _OWNER),
+    },
+    "poll_skip": {
+        "ledger_skipped_lost": (0, _SKIPPED),
+        "ledger_read_failed": (1, _UNREADABLE_SKIPPED),
+        "bookie_lost": (2, _BOOKIE_GONE),
+        "ledger_under_replicated": (2, _UNDER),
     },
     "redelivered": {
         "bundle_unload_started": (1, _UNLOAD),
@@ -164,7 +179,18 @@ def _event_scope(events: DataFrame) -> DataFrame:
         F.coalesce(topic_namespace(F.col("topic")), bundle_namespace(F.col("bundle"))).alias(
             "namespace"
         ),
-        F.coalesce("bundle", "topic", "bookie", F.col("ledger_id").cast("string")).alias("what"),
+        F.when(
+            F.col("event_type") == "cursor_recovered",
+            F.format_string(
+                "%s, cursor %s at %d:%s",
+                "topic",
+                F.get_json_object("detail", "$.cursor"),
+                "ledger_id",
+                F.get_json_object("detail", "$.entry_id"),
+            ),
+        )
+        .otherwise(F.coalesce("bundle", "topic", "bookie", F.col("ledger_id").cast("string")))
+        .alias("what"),
         "clock",
     )
 

@@ -82,13 +82,18 @@ def detect_poll_skip(
         skipped = _jumped_over(alone, ranks, TOPIC_PARTITION).unionByName(
             _jumped_over(together, views, [*TOPIC_PARTITION, "subscription", "consumer"])
         )
-    skipped = skipped.withColumn("kind", F.lit("poll_skip"))
+    # One row per message a consumer skipped (its earliest jump, so a rerun gives the same time).
+    skipped = (
+        skipped.groupBy(*MESSAGE_KEY, "subscription", "consumer")
+        .agg(F.min("jump_ts").alias("jump_ts"))
+        .withColumn("kind", F.lit("poll_skip"))
+    )
     blocks = seq_blocks(
-        skipped.dropDuplicates([*MESSAGE_KEY, "subscription", "consumer"]),
+        skipped,
         F.countDistinct("seq").alias("count"),
         F.array_sort(F.collect_set("consumer")).alias("consumers"),
-        F.lit(None).cast("timestamp").alias("first_ts"),
-        F.lit(None).cast("timestamp").alias("last_ts"),
+        F.min("jump_ts").alias("first_ts"),
+        F.max("jump_ts").alias("last_ts"),
     )
     explanation = F.format_string(
         "%s (%s) %s %s skipped by consumer(s) %s of subscription %s: its MessageIds jumped "
@@ -135,7 +140,9 @@ def consumer_views(ranks: DataFrame, delivery: DataFrame) -> DataFrame:
 
 
 def _jumped_over(delivery: DataFrame, ranks: DataFrame, keys: list[str]) -> DataFrame:
-    """(MESSAGE_KEY, subscription, consumer) per stored MessageId a consumer jumped over.
+    """(MESSAGE_KEY, subscription, consumer, jump_ts) per stored MessageId a consumer jumped
+    over; jump_ts: when it received the message past the hole (the block's time, where the
+    cause of the skip lies).
 
     ranks: MESSAGE_KEY, ID and rank, ranked per `keys` (a partition, or a consumer's view)."""
     consumer_order = (
@@ -151,6 +158,7 @@ def _jumped_over(delivery: DataFrame, ranks: DataFrame, keys: list[str]) -> Data
             *dict.fromkeys([*keys, "subscription", "consumer"]),
             (F.col("furthest") + 1).alias("skip_from"),
             (F.col("rank") - 1).alias("skip_to"),
+            F.col("ts").alias("jump_ts"),
         )
     )
     in_jump = F.col("r.rank").between(F.col("j.skip_from"), F.col("j.skip_to"))
@@ -159,7 +167,9 @@ def _jumped_over(delivery: DataFrame, ranks: DataFrame, keys: list[str]) -> Data
     return (
         ranks.alias("r")
         .join(F.broadcast(jumps.alias("j")), in_jump, "inner")
-        .select(*[F.col(f"r.{c}") for c in MESSAGE_KEY], "j.subscription", "j.consumer")
+        .select(
+            *[F.col(f"r.{c}") for c in MESSAGE_KEY], "j.subscription", "j.consumer", "j.jump_ts"
+        )
     )
 
 

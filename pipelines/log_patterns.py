@@ -165,6 +165,11 @@ PATTERNS: list[LogPattern] = [
       r"autoSkipNonRecoverableData is true, this ledger will be auto acknowledge",
       "4.0.7 seen (issue 27: the write quorum's disks wiped, brokers with "
       "autoSkipNonRecoverableData=true): the subscription acknowledges the lost ledger unread"),
+    P("cursor_recovered", SERVER, cls("ManagedCursorImpl"),
+      rf"^\[{ML}\] Cursor (?P<cursor>\S+) recovered to position {LEDGER}:(?P<entry_id>\d+)$",
+      "2.10.2 and 2.10.3 seen (issue 27 item 3, apache/pulsar#18236: the topic's new owner "
+      "recovered a subscription that had read nothing to 1:0 on 2.10.2, to 1:-1 on 2.10.3); "
+      "only a position at or past an entry (E >= 0): the entries up to it count as consumed"),
     P("bookie_unreachable", SERVER, cls("PerChannelBookieClient"),
       r"^Cannot connect to (?P<bookie>\S+) as endpoint resolution failed",
       "BK 4.17.2; 4.0.7 seen (issue 11: a killed bookie, its registration gone or not)"),

@@ -20,8 +20,9 @@ def ms(n: float) -> datetime:
     return T0 + timedelta(milliseconds=n)
 
 
-def events(spark, rows):
-    """rows: (event_id, ms, host, source, event_type, topic, bundle)"""
+def events(spark, rows, detail=None, ledger=None):
+    """rows: (event_id, ms, host, source, event_type, topic, bundle); every row with `ledger`
+    and `detail`."""
     full = [
         (
             i,
@@ -33,9 +34,9 @@ def events(spark, rows):
             et,
             topic,
             bundle,
+            ledger,
             None,
-            None,
-            None,
+            detail,
             "raw",
             "f",
             1,
@@ -137,6 +138,47 @@ def test_a_fact_logged_twice_is_one_cause(spark):
             ("ledger_recovery", "broker-1"),
         ]
     }
+
+
+def test_poll_skip_first_cause_is_the_skipped_ledger(spark):
+    got = _causes(
+        spark,
+        [("k1", "poll_skip", TOPIC, -1, 5000, 5000)],
+        [
+            ("e1", 1000, "bookie-1", "bookie", "bookie_lost", None, None),
+            ("e2", 4900, "broker-1", "broker", "ledger_read_failed", TOPIC, None),
+            ("e3", 4950, "broker-1", "broker", "ledger_skipped_lost", TOPIC, None),
+            ("e4", 4990, "broker-1", "broker", "bundle_unload_started", None, BUNDLE),
+        ],
+    )
+    assert got == {
+        "k1": [
+            ("ledger_skipped_lost", "broker-1"),
+            ("ledger_read_failed", "broker-1"),
+            ("bookie_lost", "bookie-1"),
+        ]
+    }
+
+
+def test_a_cursor_recovered_past_a_lost_message_names_its_position(spark):
+    # apache/pulsar#18236 on 2.10.2: the killed owner's successor recovered the subscription's
+    # cursor to 1:0; seq 0 (stored at 1:0) then counted as consumed and was never delivered.
+    finding = [("l1", "lost", TOPIC, -1, 1000, 1000)]
+    event = ("e1", 40_000, "broker-2", "broker", "cursor_recovered", TOPIC, None)
+    ranked = rank_causes(
+        findings(spark, finding),
+        events(spark, [event], detail='{"cursor":"audit-1c1fb6af","entry_id":"0"}', ledger=1),
+        cause_rules(spark),
+        before_ms=5000,
+        after_ms=1000,
+    )
+    [row] = ranked.collect()
+    [cause] = row.causes
+    assert cause.reason == (
+        f"cursor_recovered ({TOPIC}, cursor audit-1c1fb6af at 1:0 on broker-2, 39000 ms after it "
+        "began): a broker that loaded the topic recovered the subscription's cursor to this "
+        "position: every entry up to it counts as consumed, delivered or not"
+    )
 
 
 def test_with_causes_fills_matches_and_empties_the_rest(spark):

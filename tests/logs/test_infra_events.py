@@ -17,11 +17,13 @@ from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import CLOCK_OFFSETS, LOG_LINES, ZK_CHANGES
 
 DISK_LOSS_BROKER = "real-disk-loss-broker.log"
+CURSOR_BROKER = "real-18236-broker.log"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 FILES = {
     "broker": ["broker-standalone.log", "broker-dedup.log", "pulsar-broker-broker-1.log"]
     + ["real-kill-bookie-broker.log", "real-kill-broker-broker.log", "real-zk-pause-broker.log"]
-    + ["reference-forms-broker.log", "real-transfer-broker.log", DISK_LOSS_BROKER],
+    + ["reference-forms-broker.log", "real-transfer-broker.log", DISK_LOSS_BROKER]
+    + [CURSOR_BROKER],
     "bookie": ["bookie-standalone.log", "pulsar-bookie-bk1.log", "real-kill-bookie-bookie.log"]
     + ["real-kill-broker-bookie.log", "real-zk-pause-bookie.log", "reference-forms-bookie.log"],
     "client": ["client-unload.log"],
@@ -38,6 +40,8 @@ KILL_BROKER_BROKER = "real-kill-broker-broker.log"
 TRANSFERRED = "public/default/0xf0000000_0xffffffff"
 # the write quorum's disks wiped at 2-2-1, brokers skipping non-recoverable data (issue 27)
 WIPED = "persistent://public/default/audit-wipe-qw-bookies-disk-20261126T073452-20a8"
+# apache/pulsar#18236 on 2.10.2 (line 1: recovered to 1:0) and on 2.10.3 (line 2: to 1:-1)
+CURSOR_TOPIC = "persistent://public/default/audit-kill-broker-20261126T095651-9544"
 
 # (file, line) → (event_type, topic, bundle, ledger_id, bookie): one per real or reference form
 EXPECTED = {
@@ -184,6 +188,7 @@ EXPECTED = {
     + ("127.0.0.1:59651, 127.0.0.1:34191, 127.0.0.1:49163",),
     (DISK_LOSS_BROKER, 2): ("ledger_read_failed", WIPED, None, 3, None),
     (DISK_LOSS_BROKER, 3): ("ledger_skipped_lost", WIPED, None, 3, None),
+    (CURSOR_BROKER, 1): ("cursor_recovered", CURSOR_TOPIC, None, 1, None),
     ("reference-forms-bookie.log", 1): ("bookie_read_only", None, None, None, None),
     ("reference-forms-bookie.log", 2): ("ledger_under_replicated", None, None, 12)
     + ("10.0.0.12:3181",),
@@ -240,6 +245,10 @@ def test_every_supported_kind_from_fixture_lines(built):
     assert transfer.detail == '{"to_broker":"127.0.0.1:36135"}'
     recovered = events[(KILL_BROKER_BROKER, 9)]
     assert recovered.detail == '{"entry_id":"10605"}'
+    cursor = events[(CURSOR_BROKER, 1)]
+    assert cursor.detail == '{"cursor":"audit-1c1fb6af","entry_id":"0"}'
+    # a cursor recovered to before the first entry of a ledger (L:-1) consumed nothing there
+    assert (CURSOR_BROKER, 2) not in events
     # lines that are no happening (connection setup, lookups, parse errors) give no event
     assert ("client-unload.log", 1) not in events
     assert ("broker-standalone.log", 1) not in events

@@ -95,6 +95,9 @@ def test_repeat_is_a_redelivery_and_reorder_is_out_of_order(spark):
     )
     assert (s2["redelivered"], s2["out_of_order"], s2["valid"]) == (1, 1, "false")
     assert s2["reasons"] == ["out_of_order=1", "poll_skip=2"]
+    # A skip's time is the receive that jumped the hole (4 at 11), where its cause lies.
+    skip = gold.anomalies.filter("kind = 'poll_skip'").first()
+    assert (skip.first_ts, skip.last_ts) == (at(11), at(11))
 
 
 @pytest.mark.parametrize("deduplication", [False, True])
