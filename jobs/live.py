@@ -1,13 +1,13 @@
-"""`watch`: the main job while a run is still being written (issue 29, first slice).
+"""`watch`: the main job while a run is still being written (issue 29).
 
 A Spark Structured Streaming query over the landing folder notices each new trace file once
 (a file source: its checkpoint remembers which files it has handed out). Each micro-batch
-feeds its files through the very jobs `analyze` runs — ingest with the checks' row rules and
-table checks (jobs/ingest.py), the pipeline of the runs whose inputs changed
-(pipelines/runs_job.py) — and then judges the runs it touched for provisional findings
-(pipelines/live.py) into gold.provisional, whose rows go to the alert sinks once each.
-A run whose every consumer has ended is reconciled: each provisional finding is confirmed by
-a batch finding or withdrawn. On leaving (--once, --until-idle) `analyze` runs on the folder
+feeds its files through the ingest `analyze` runs — the checks' row rules and table checks
+(jobs/ingest.py) — folds their events into the live state and judges the runs it touched
+from it (jobs/live_state.py) into gold.provisional, whose rows go to the alert sinks once
+each. A run whose every consumer has ended is reconciled: its full pipeline
+(pipelines/runs_job.py), then each provisional finding confirmed by a batch finding or
+withdrawn. On leaving (--once, --until-idle) `analyze` runs on the folder
 and the ended runs are reconciled with its findings (all runs with `final`).
 """
 
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ingest.traces import TRACE_SUFFIXES
 from jobs.analyze import analyze
 from jobs.ingest import ingest_traces
-from jobs.live_state import Judged, fold_batch
+from jobs.live_state import Judged, finding_ids, fold_batch, judge, record_settled
 from jobs.stages import Progress, stage
 from pipelines import live
 from pipelines.runs_job import read_bronze, run_pipeline
@@ -36,8 +36,6 @@ from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
-from pulsar_audit.local_frames import local_frame
-from pulsar_audit.schemas import OUTAGES, PROVISIONAL
 from pulsar_audit.storage import FileStat, FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
@@ -55,7 +53,6 @@ BINARY_FILE = T.StructType(
         T.StructField("content", T.BinaryType(), True),
     ]
 )
-SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
 
 
 @dataclass
@@ -96,34 +93,6 @@ def trace_files(lakehouse: Lakehouse, path: str, max_files: int) -> DataFrame:
     )
 
 
-def judge(lakehouse: Lakehouse, judged: Judged, batch_id: int) -> None:
-    """Open the provisional findings a micro-batch's fold shows, and settle those of its runs
-    still going from the live state: an outage is confirmed by the stretch the batch closed,
-    a suspected loss withdrawn once no awaited message of it is missing any more."""
-    of_runs = F.col("run_id").isin(judged.runs)
-    known = _finding_ids(lakehouse.read("provisional").filter(of_runs))
-    new = [row for row in judged.found if row["finding_id"] not in known]
-    if new:  # findings, not messages: a short list
-        lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
-    going = [run for run in judged.runs if run not in judged.ended]
-    if not going:
-        return
-    of_going = F.col("run_id").isin(going)
-    closed = local_frame(lakehouse.spark, judged.closed, OUTAGES)
-    updates = live.resolved(
-        lakehouse.read("provisional").filter(of_going),
-        live.batch_findings(lakehouse.read("anomalies").limit(0), closed),
-        live.awaited(lakehouse.read("live_awaiting").filter(of_going)),
-        F.lit(False),
-        batch_id,
-    ).collect()
-    _record_settled(lakehouse, updates)
-
-
-def _finding_ids(df: DataFrame) -> set[str]:
-    return {row["finding_id"] for row in df.select("finding_id").collect()}
-
-
 def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
     """Those of `runs` whose every traced consumer has written its `end` event."""
     if not runs:
@@ -147,14 +116,7 @@ def settle(lakehouse: Lakehouse, runs: list[str], final: list[str], batch_id: in
         F.col("run_id").isin(final),
         batch_id,
     ).collect()
-    _record_settled(lakehouse, updates)
-
-
-def _record_settled(lakehouse: Lakehouse, updates: list[Row]) -> None:
-    if updates:  # findings: a short list
-        schema = T.StructType([PROVISIONAL[c] for c in ("finding_id", *SETTLED)])
-        frame = local_frame(lakehouse.spark, updates, schema)
-        lakehouse.update_changed("provisional", frame, SETTLED)
+    record_settled(lakehouse, updates)
 
 
 def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, Any]:
@@ -162,8 +124,8 @@ def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, An
     if not config.alerts.sinks:
         return {}
     provisional = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
-    raised = _finding_ids(lakehouse.read("alerts").filter(F.col("finding_id").isNotNull()))
-    if _finding_ids(provisional) - raised:
+    raised = finding_ids(lakehouse.read("alerts").filter(F.col("finding_id").isNotNull()))
+    if finding_ids(provisional) - raised:
         lakehouse.insert_new("alerts", alerts_for_provisional(provisional))
     return send_alerts(lakehouse, config)
 

@@ -16,15 +16,20 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipelines import live
 from pipelines.live_state import STATE_TABLES, LiveState, ended, fold, seen_in
 from pipelines.silver import build_delivery, resolve_receives
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import OUTAGES, PROVISIONAL
 from pulsar_audit.spark import checkpointed, release
 
 log = logging.getLogger(__name__)
+
+SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
 
 
 @dataclass
@@ -99,3 +104,40 @@ def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -
     losses = live.suspected_losses(state.awaiting, clock, config.pipeline.suspected_loss_ms)
     outages = live.outages_in_progress(state.streams, clock, config.pipeline.backoff_ladder_ms[0])
     return losses.unionByName(outages).unionByName(live.seen_as_they_are(seen))
+
+
+def judge(lakehouse: Lakehouse, judged: Judged, batch_id: int) -> None:
+    """Open the provisional findings a micro-batch's fold shows, and settle those of its runs
+    still going from the live state: an outage is confirmed by the stretch the batch closed,
+    a suspected loss withdrawn once no awaited message of it is missing any more."""
+    of_runs = F.col("run_id").isin(judged.runs)
+    known = finding_ids(lakehouse.read("provisional").filter(of_runs))
+    new = [row for row in judged.found if row["finding_id"] not in known]
+    if new:  # findings, not messages: a short list
+        lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
+    going = [run for run in judged.runs if run not in judged.ended]
+    if not going:
+        return
+    of_going = F.col("run_id").isin(going)
+    closed = local_frame(lakehouse.spark, judged.closed, OUTAGES)
+    updates = live.resolved(
+        lakehouse.read("provisional").filter(of_going),
+        live.batch_findings(lakehouse.read("anomalies").limit(0), closed),
+        live.awaited(lakehouse.read("live_awaiting").filter(of_going)),
+        F.lit(False),
+        batch_id,
+    ).collect()
+    record_settled(lakehouse, updates)
+
+
+def finding_ids(df: DataFrame) -> set[str]:
+    """The finding_id column of `df` (findings: a short list)."""
+    return {row["finding_id"] for row in df.select("finding_id").collect()}
+
+
+def record_settled(lakehouse: Lakehouse, updates: list[Row]) -> None:
+    """Write `pipelines.live.resolved` rows into gold.provisional."""
+    if updates:  # findings: a short list
+        schema = T.StructType([PROVISIONAL[c] for c in ("finding_id", *SETTLED)])
+        frame = local_frame(lakehouse.spark, updates, schema)
+        lakehouse.update_changed("provisional", frame, SETTLED)
