@@ -58,12 +58,15 @@ def cut_into_chunks(trace: Path, landing: Path, chunks: int) -> list[int]:
 
 
 def timed(command: list[str], log: Path, code: str | None = None) -> tuple[float, str]:
-    """Run `command` (with the checkout `code` first on the path, when given)."""
+    """Run `command` (with the checkout `code` first on the path, when given: `python -m`
+    puts the working folder first, so it runs there too)."""
     env = dict(os.environ)
     if code:
         env["PYTHONPATH"] = os.pathsep.join([code, *filter(None, [env.get("PYTHONPATH")])])
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=False, env=env, cwd=code or None
+    )
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): see {log}")
