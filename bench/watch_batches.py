@@ -1,6 +1,7 @@
 """What one `watch` micro-batch costs, beside a cold `analyze` of the same trace, in one command.
 
     .venv/bin/python -m bench.watch_batches --messages 1e4 --chunks 3 [--workdir DIR]
+        [--trace DIR] [--baseline CHECKOUT]
 
 The benchmark's simulated trace (bench/simulated.py) is cut by trace time into CHUNKS files,
 each holding every client's events of its stretch, written into a landing folder. Then, one
@@ -9,12 +10,18 @@ after the other, each as a whole process: `pulsar-audit watch LANDING --once --m
 and `pulsar-audit analyze` of the whole trace into a new lakehouse (the reference). Prints each
 micro-batch's seconds and its ratio to the analyze's wall. Figures depend on the machine's load:
 the ratio, measured in the same command, is what to compare.
+
+--trace: a simulated trace written before (same --messages; the simulation takes minutes).
+--baseline: another checkout of pulsar-audit (e.g. `git archive` of an earlier commit, with
+this one's .cache linked in) whose `watch` runs first on the same landing folder, into its
+own lakehouse: before and after, beside the same analyze, in one command.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,7 +32,8 @@ from pathlib import Path
 from bench.simulated import main as simulate
 
 CLI = [sys.executable, "-m", "jobs.cli"]
-BATCH_LINE = re.compile(r"stage micro-batch (\d+): \d+ file\(s\): ([\d.]+) s")
+STAGE_LINE = re.compile(r"stage (.+?): ([\d.]+) s$", re.MULTILINE)
+BATCH_STAGE = re.compile(r"micro-batch (\d+): \d+ file\(s\)")
 
 
 def cut_into_chunks(trace: Path, landing: Path, chunks: int) -> list[int]:
@@ -49,13 +57,46 @@ def cut_into_chunks(trace: Path, landing: Path, chunks: int) -> list[int]:
     return [len(lines) for lines in parts]
 
 
-def timed(command: list[str], log: Path) -> tuple[float, str]:
+def timed(command: list[str], log: Path, code: str | None = None) -> tuple[float, str]:
+    """Run `command` (with the checkout `code` first on the path, when given: `python -m`
+    puts the working folder first, so it runs there too)."""
+    env = dict(os.environ)
+    if code:
+        env["PYTHONPATH"] = os.pathsep.join([code, *filter(None, [env.get("PYTHONPATH")])])
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=False, env=env, cwd=code or None
+    )
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): see {log}")
     return time.monotonic() - started, done.stderr
+
+
+Batch = tuple[int, float, dict[str, float]]
+
+
+def micro_batches(log: str) -> list[Batch]:
+    """(number, seconds, {stage: seconds} of the stages inside it) of each micro-batch: a
+    stage is logged when it ends, so those logged before a micro-batch's own line are its."""
+    found: list[Batch] = []
+    inside: dict[str, float] = {}
+    for name, seconds in STAGE_LINE.findall(log):
+        batch = BATCH_STAGE.fullmatch(name)
+        if batch:
+            found.append((int(batch.group(1)), float(seconds), inside))
+            inside = {}
+        else:
+            inside[name] = inside.get(name, 0.0) + float(seconds)
+    return found
+
+
+def watched(work: Path, name: str, code: str | None) -> tuple[float, list[Batch]]:
+    """`watch --once` of the landing folder by the checkout `code` (None: this one)."""
+    watch = [*CLI, "watch", str(work / "landing"), "--once", "--max-files", "1", "-v"]
+    watch += ["--lakehouse", str(work / f"lh-{name}")]
+    wall, log = timed(watch, work / f"{name}.log", code)
+    return wall, micro_batches(log)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -63,28 +104,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=float, default=1e4)
     parser.add_argument("--chunks", type=int, default=3)
     parser.add_argument("--workdir", default="/tmp/pulsar-audit-bench-watch")
+    parser.add_argument("--trace", help="a simulated trace of --messages written before")
+    parser.add_argument("--baseline", metavar="CHECKOUT", help="also watch with this checkout")
     args = parser.parse_args(argv)
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     trace = work / "trace"
-    simulate(["--messages", str(args.messages), "--seed", "1", "--out", str(trace)])
+    if args.trace:
+        shutil.copytree(args.trace, trace)
+    else:
+        simulate(["--messages", str(args.messages), "--seed", "1", "--out", str(trace)])
     sizes = cut_into_chunks(trace, work / "landing", args.chunks)
     print(f"{int(args.messages):,} messages: {len(sizes)} chunks of {sizes} events")
 
-    watch = [*CLI, "watch", str(work / "landing"), "--once", "--max-files", "1", "-v"]
-    watch += ["--lakehouse", str(work / "lh-watch")]
-    watch_wall, log = timed(watch, work / "watch.log")
-    batches = [(int(n), float(s)) for n, s in BATCH_LINE.findall(log)]
+    watches = [("baseline", args.baseline)] if args.baseline else []
+    results = [(name, *watched(work, name, code)) for name, code in [*watches, ("watch", None)]]
     analyze = [*CLI, "analyze", str(trace), "--json", "--lakehouse", str(work / "lh-analyze")]
     analyze_wall, _ = timed(analyze, work / "analyze.log")
 
     print(f"analyze (cold process, whole trace): {analyze_wall:.1f} s")
-    print(
-        f"watch (cold process, {len(batches)} micro-batches and the final analyze): "
-        f"{watch_wall:.1f} s"
-    )
-    for number, seconds in batches:
-        print(f"  micro-batch {number}: {seconds:.1f} s = {seconds / analyze_wall:.2f} x analyze")
+    for name, wall, batches in results:
+        code = args.baseline if name == "baseline" else "this checkout"
+        print(
+            f"{name} ({code}; cold process, {len(batches)} micro-batches and the final "
+            f"analyze): {wall:.1f} s"
+        )
+        for number, seconds, stages in batches:
+            ratio = seconds / analyze_wall
+            inside = ", ".join(f"{stage} {s:.1f}" for stage, s in stages.items())
+            print(f"  micro-batch {number}: {seconds:.1f} s = {ratio:.2f} x analyze ({inside})")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
-"""`watch`: the main job while a run is still being written (issue 29, first slice).
+"""`watch`: the main job while a run is still being written (issue 29).
 
 A Spark Structured Streaming query over the landing folder notices each new trace file once
 (a file source: its checkpoint remembers which files it has handed out). Each micro-batch
-feeds its files through the very jobs `analyze` runs — ingest with the checks' row rules and
-table checks (jobs/ingest.py), the pipeline of the runs whose inputs changed
-(pipelines/runs_job.py) — and then judges the runs it touched for provisional findings
-(pipelines/live.py) into gold.provisional, whose rows go to the alert sinks once each.
-A run whose every consumer has ended is reconciled: each provisional finding is confirmed by
-a batch finding or withdrawn. On leaving (--once, --until-idle) `analyze` runs on the folder
+feeds its files through the ingest `analyze` runs — the checks' row rules and table checks
+(jobs/ingest.py) — folds their events into the live state and judges the runs it touched
+from it (jobs/live_state.py) into gold.provisional, whose rows go to the alert sinks once
+each. A run whose every consumer has ended is reconciled: its full pipeline
+(pipelines/runs_job.py), then each provisional finding confirmed by a batch finding or
+withdrawn. On leaving (--once, --until-idle) `analyze` runs on the folder
 and the ended runs are reconciled with its findings (all runs with `final`).
 """
 
@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 from ingest.traces import TRACE_SUFFIXES
 from jobs.analyze import analyze
 from jobs.ingest import ingest_traces
+from jobs.live_state import Judged, finding_ids, fold_batch, judge, record_settled
 from jobs.stages import Progress, stage
 from pipelines import live
 from pipelines.runs_job import read_bronze, run_pipeline
@@ -35,8 +36,6 @@ from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
-from pulsar_audit.local_frames import local_frame
-from pulsar_audit.schemas import PROVISIONAL
 from pulsar_audit.storage import FileStat, FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
@@ -54,7 +53,6 @@ BINARY_FILE = T.StructType(
         T.StructField("content", T.BinaryType(), True),
     ]
 )
-SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
 
 
 @dataclass
@@ -95,38 +93,6 @@ def trace_files(lakehouse: Lakehouse, path: str, max_files: int) -> DataFrame:
     )
 
 
-def judge(lakehouse: Lakehouse, config: Config, runs: list[str], batch_id: int) -> None:
-    """Open the provisional findings `runs` show now, settle what this micro-batch settles
-    (a run whose every consumer ended is reconciled: nothing of it stays open)."""
-    bronze = read_bronze(lakehouse).for_runs(runs)
-    of_runs = F.col("run_id").isin(runs)
-    anomalies = lakehouse.read("anomalies").filter(of_runs)
-    clock = live.run_clock(bronze.producer_events, bronze.consumer_events)
-    found = (
-        live.suspected_losses(
-            anomalies,
-            lakehouse.read("delivery").filter(of_runs),
-            clock,
-            config.pipeline.suspected_loss_ms,
-        )
-        .unionByName(
-            live.outages_in_progress(
-                bronze.producer_events, clock, config.pipeline.backoff_ladder_ms[0]
-            )
-        )
-        .unionByName(live.seen_as_they_are(anomalies))
-    )
-    known = _finding_ids(lakehouse.read("provisional").filter(of_runs))
-    new = [row for row in live.opened(found, batch_id).collect() if row["finding_id"] not in known]
-    if new:  # findings, not messages: a short list
-        lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
-    settle(lakehouse, runs, ended_runs(lakehouse, runs), batch_id)
-
-
-def _finding_ids(df: DataFrame) -> set[str]:
-    return {row["finding_id"] for row in df.select("finding_id").collect()}
-
-
 def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
     """Those of `runs` whose every traced consumer has written its `end` event."""
     if not runs:
@@ -150,10 +116,7 @@ def settle(lakehouse: Lakehouse, runs: list[str], final: list[str], batch_id: in
         F.col("run_id").isin(final),
         batch_id,
     ).collect()
-    if updates:
-        schema = T.StructType([PROVISIONAL[c] for c in ("finding_id", *SETTLED)])
-        frame = local_frame(lakehouse.spark, updates, schema)
-        lakehouse.update_changed("provisional", frame, SETTLED)
+    record_settled(lakehouse, updates)
 
 
 def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, Any]:
@@ -161,8 +124,8 @@ def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, An
     if not config.alerts.sinks:
         return {}
     provisional = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
-    raised = _finding_ids(lakehouse.read("alerts").filter(F.col("finding_id").isNotNull()))
-    if _finding_ids(provisional) - raised:
+    raised = finding_ids(lakehouse.read("alerts").filter(F.col("finding_id").isNotNull()))
+    if finding_ids(provisional) - raised:
         lakehouse.insert_new("alerts", alerts_for_provisional(provisional))
     return send_alerts(lakehouse, config)
 
@@ -185,7 +148,8 @@ class Watch:
         self._last_active = time.monotonic()
 
     def on_batch(self, batch: DataFrame, batch_id: int) -> None:
-        """One micro-batch: its files (one row each) through ingest, pipeline and judgement."""
+        """One micro-batch: its files (one row each) through ingest, into the live state,
+        judged; a run whose every consumer ended is reconciled (its full pipeline)."""
         with self._busy:
             store = FileStore(self.lakehouse.spark)
             files = [store.status(row["path"]) for row in batch.collect()]
@@ -195,33 +159,43 @@ class Watch:
                     job = DeferredLakehouse(self.lakehouse)
                     try:
                         with self.lakehouse.exclusive("ingest"):
-                            runs = self._take_in(job, files)
+                            judged = self._take_in(job, files, batch_id)
                             with stage("commit", self.progress):
                                 job.commit()
                     finally:
                         job.release()
                 else:
-                    runs = self._take_in(self.lakehouse, files)
-                if runs:  # on what is committed: a finding or a send is never deferred
+                    judged = self._take_in(self.lakehouse, files, batch_id)
+                if judged.runs:  # on what is committed: a finding or a send is never deferred
                     with stage("provisional findings", self.progress):
-                        judge(self.lakehouse, self.config, runs, batch_id)
+                        judge(self.lakehouse, judged, batch_id)
+                    if judged.ended:
+                        self._reconcile(judged.ended, batch_id)
                     with stage("alerts", self.progress):
-                        alert(self.lakehouse, self.config, runs)
+                        alert(self.lakehouse, self.config, judged.runs)
             self.done.batches += 1
             self.done.files += len(files)
             self.done.last_batch = batch_id
-            self.done.runs.update(runs)
+            self.done.runs.update(judged.runs)
             self._last_active = time.monotonic()
 
-    def _take_in(self, lakehouse: Lakehouse, files: list[FileStat]) -> list[str]:
-        """Ingest and pipeline of a micro-batch's files; return their runs."""
+    def _take_in(self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int) -> Judged:
+        """Ingest a micro-batch's files and fold their events into the live state."""
         with stage("ingest traces", self.progress):
             ingest_traces(lakehouse, self.path, self.progress, listed=files)
-        with stage("pipeline", self.progress):
-            run_pipeline(lakehouse, self.config, progress=self.progress)
         # the batch's runs from the files' lineage: a batch replayed after a crash, whose
         # files are ingested already, judges them again
-        return runs_of_files(lakehouse, [f.path for f in files])
+        paths = [f.path for f in files]
+        runs = runs_of_files(lakehouse, paths)
+        with stage("live state", self.progress):
+            return fold_batch(lakehouse, self.config, paths, runs, batch_id)
+
+    def _reconcile(self, runs: list[str], batch_id: int) -> None:
+        """Runs whose every consumer ended: their full pipeline (analyze's), then every open
+        finding of them confirmed by a batch finding or withdrawn."""
+        with stage("reconcile ended runs", self.progress):
+            run_pipeline(self.lakehouse, self.config, run_ids=runs, progress=self.progress)
+            settle(self.lakehouse, runs, runs, batch_id)
 
     def run(self) -> dict[str, Any]:
         """Watch until the files there now are done (once), the folder is idle, or forever;

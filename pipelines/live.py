@@ -11,8 +11,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.common import seq_range, stable_id, to_millis
-from pipelines.detect_outages import STREAM, completing, counted_in_flight, rising
+from pipelines.common import seq_blocks, seq_range, stable_id, to_millis
+from pipelines.detect_outages import STREAM
 from pulsar_audit.schemas import PROVISIONAL, conform
 
 OPEN, CONFIRMED, WITHDRAWN = "open", "confirmed", "withdrawn"
@@ -45,23 +45,18 @@ def ended_runs(subscriptions: DataFrame) -> DataFrame:
     ).select("run_id")
 
 
-def suspected_losses(
-    anomalies: DataFrame, delivery: DataFrame, clock: DataFrame, threshold_ms: int
-) -> DataFrame:
-    """Blocks of acked messages a subscription has not got (the batch detector's `unseen` or
-    `lost`), while it got later messages of the same producer and partition over
-    `threshold_ms` ago. Columns: the finding's key, seqs, started_at, explanation."""
-    missing = anomalies.filter(F.col("kind").isin("unseen", "lost"))
+def suspected_losses(awaiting: DataFrame, clock: DataFrame, threshold_ms: int) -> DataFrame:
+    """Blocks of acked messages a subscription has not got (`watch`'s LIVE_AWAITING rows,
+    what the batch detector calls `unseen`), while it got later messages of the same producer
+    and partition over `threshold_ms` ago. Columns: the finding's key, seqs, started_at,
+    explanation."""
     later = (
-        missing.alias("m")
-        .join(
-            delivery.alias("d"),
-            [F.col(f"m.{c}") == F.col(f"d.{c}") for c in FINDING_KEY]
-            + [F.col("d.seq") > F.col("m.seq_to")],
-            how="inner",
+        seq_blocks(
+            awaiting.withColumn("kind", F.lit(SUSPECTED_LOSS)),
+            F.min("first_ts").alias("first_ts"),
+            F.max_by("passed_at", "seq").alias("later_delivered"),
         )
-        .groupBy(*[F.col(f"m.{c}") for c in (*FINDING_KEY, "seq_from", "seq_to", "first_ts")])
-        .agg(F.min("d.ts").alias("later_delivered"))
+        .filter(F.col("later_delivered").isNotNull())
         .join(clock, ["run_id"], how="inner")
     )
     waited_ms = to_millis(F.col("later_delivered"), F.col("now"))
@@ -84,20 +79,13 @@ def suspected_losses(
     )
 
 
-def outages_in_progress(producer_events: DataFrame, clock: DataFrame, step_ms: int) -> DataFrame:
+def outages_in_progress(streams: DataFrame, clock: DataFrame, step_ms: int) -> DataFrame:
     """Producers with messages in flight and no completion for `step_ms` or more up to the
     run's `now`: the stretch gold.outages will hold once a completion ends it (same counting,
-    pipelines/detect_outages.py). step_ms: the client's first reconnect backoff step."""
-    last = F.struct("ord", (-F.col("delta")).alias("later"))  # completions after sends
+    pipelines/detect_outages.py). streams: `watch`'s LIVE_STREAMS rows
+    (pipelines/live_state.py); step_ms: the client's first reconnect backoff step."""
     open_now = (
-        counted_in_flight(producer_events)
-        .groupBy(*STREAM)
-        .agg(
-            F.max_by("in_flight", last).alias("in_flight"),
-            F.max(F.when(completing(), F.col("ord.ts"))).alias("last_completion"),
-            F.max(F.when(rising(), F.col("ord.ts"))).alias("last_rise"),
-        )
-        .filter(F.col("in_flight") > 0)
+        streams.filter(F.col("in_flight") > 0)
         .withColumn("started_at", F.greatest("last_completion", "last_rise"))
         .join(clock, ["run_id"], how="inner")
     )
@@ -117,6 +105,20 @@ def outages_in_progress(producer_events: DataFrame, clock: DataFrame, step_ms: i
         F.lit(None).cast("long").alias("seq_to"),
         "started_at",
         explanation.alias("explanation"),
+    )
+
+
+def awaited(awaiting: DataFrame) -> DataFrame:
+    """LIVE_AWAITING rows in `as_provisional`'s shape: what a suspected loss still misses."""
+    return awaiting.select(
+        F.lit(SUSPECTED_LOSS).alias("kind"),
+        *FINDING_KEY,
+        F.col("seq").alias("seq_from"),
+        F.col("seq").alias("seq_to"),
+        F.col("first_ts").alias("start"),
+        F.col("ack_ts").alias("end"),
+        F.lit(None).cast("double").alias("duration_ms"),
+        F.lit(None).cast("string").alias("batch_id"),
     )
 
 

@@ -18,8 +18,10 @@ Commit order keeps what a crash leaves recoverable and what `--as-of` reads cons
 the data tables first, side by side; then gold.anomalies (its version marks a finished
 recomputation, serve/forensics.py); then the manifest (bronze.ingested_files: a file is
 "ingested" only once everything derived from it is written, so a job killed before it takes
-the same files in again and recomputes); then the state tables that let later jobs skip work
-(run_state, stage_state), whose fingerprints are computed from the committed versions.
+the same files in again and recomputes); then `watch`'s live state (folded from the committed
+bronze of a micro-batch's files: a watch killed before it folds them again); then the state
+tables that let later jobs skip work (run_state, stage_state), whose fingerprints are computed
+from the committed versions.
 
 Only for a local (path) lakehouse and an input of about one ingest batch (`defers`), and for
 one job at a time (the caller holds the lakehouse's ingest lock until `commit()` returns): the
@@ -41,6 +43,7 @@ from pyspark.sql import functions as F
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
 from pulsar_audit.delta_log import local_table_state
 from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import LIVE_STATE_TABLES
 from pulsar_audit.spark import release, side_by_side_bounded, spark_stage
 
 log = logging.getLogger(__name__)
@@ -51,7 +54,12 @@ log = logging.getLogger(__name__)
 # the fixed costs deferral saves are small beside its work.
 MAX_DEFERRED_BYTES = 1 << 30
 # Tables committed after all others, in this order (see the module docstring).
-LATE_TABLES = (("anomalies",), ("ingested_files",), ("run_state", "stage_state"))
+LATE_TABLES = (
+    ("anomalies",),
+    ("ingested_files",),
+    LIVE_STATE_TABLES,
+    ("run_state", "stage_state"),
+)
 COMMIT_THREADS = 4
 
 

@@ -527,6 +527,106 @@ PROVISIONAL = T.StructType(
 )
 
 
+# ----------------------------------------------------------------- live state (watch)
+# What `watch` keeps open between micro-batches (pipelines/live_state.py): a row per open
+# item, so a table holds what is open in the runs being written, not their messages.
+
+# A message's place in its producer's own order (pipelines/common.py EVENT_ORDER).
+EVENT_ORDER_STRUCT = T.StructType(
+    [_f("ts", _TS), _f("event_index", _LONG), _f("source_file", _STR), _f("line_number", _LONG)]
+)
+
+# One message sent and not yet completed (acked or nacked); delivered_to: the subscriptions
+# that got it already (a consumer can receive it before its producer sees the ack).
+LIVE_IN_FLIGHT = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("seq", _LONG, False),
+        _f("sent_at", EVENT_ORDER_STRUCT, False),
+        _f("delivered_to", T.ArrayType(_STR), False),
+    ]
+)
+
+# One producer (and partition) with messages in flight: how many, its latest completion and
+# the send that took it from 0 to 1 (where an outage would start).
+LIVE_STREAMS = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("in_flight", _LONG, False),
+        _f("last_completion", _TS),
+        _f("last_rise", _TS),
+    ]
+)
+
+# One acked message a subscription has not got yet; passed_at: when the subscription first
+# got a later seq of the same producer and partition (null: not yet).
+LIVE_AWAITING = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("subscription", _STR, False),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("seq", _LONG, False),
+        _f("first_ts", _TS),
+        _f("ack_ts", _TS),
+        _f("passed_at", _TS),
+    ]
+)
+
+# One subscription's delivered frontier per producer and partition: its highest seq, and when
+# that seq was first delivered.
+LIVE_FRONTIER = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("subscription", _STR, False),
+        _f("partition", _INT, False),
+        _f("producer", _STR, False),
+        _f("max_seq", _LONG, False),
+        _f("max_seq_ts", _TS, False),
+    ]
+)
+
+# One traced consumer of a subscription, and whether it has written its `end`.
+LIVE_CONSUMERS = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("topic", _STR, False),
+        _f("consumer", _STR, False),
+        _f("subscription", _STR, False),
+        _f("has_end", _BOOL, False),
+    ]
+)
+
+# One run being watched: its clock (the latest event of any client) and the last micro-batch
+# folded into the state (a micro-batch replayed after a crash is not folded twice).
+LIVE_RUNS = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("now", _TS, False),
+        _f("folded_batch", _LONG, False),
+    ]
+)
+
+
+# The live state tables, committed together after bronze's manifest (pulsar_audit/deferred.py).
+LIVE_STATE_TABLES = (
+    "live_in_flight",
+    "live_streams",
+    "live_awaiting",
+    "live_frontier",
+    "live_consumers",
+    "live_runs",
+)
+
+
 @dataclass(frozen=True)
 class TableSpec:
     layer: str
@@ -579,6 +679,16 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gold", "config_risk", CONFIG_RISK, ("cluster", "namespace", "fault", "label")),
         TableSpec("gold", "alerts", ALERTS, ("dedup_key",)),
         TableSpec("gold", "provisional", PROVISIONAL, ("finding_id",)),
+        TableSpec("silver", "live_in_flight", LIVE_IN_FLIGHT, ("run_id", "producer", "seq")),
+        TableSpec("silver", "live_streams", LIVE_STREAMS, ("run_id", "topic", "producer")),
+        TableSpec(
+            "silver", "live_awaiting", LIVE_AWAITING, ("run_id", "subscription", "producer", "seq")
+        ),
+        TableSpec("silver", "live_frontier", LIVE_FRONTIER, ("run_id", "subscription", "producer")),
+        TableSpec(
+            "silver", "live_consumers", LIVE_CONSUMERS, ("run_id", "consumer", "subscription")
+        ),
+        TableSpec("silver", "live_runs", LIVE_RUNS, ("run_id",)),
     ]
 }
 

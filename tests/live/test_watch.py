@@ -3,8 +3,8 @@ a literal trace lands in three chunks (live_trace.py); each provisional finding 
 micro-batch of the chunk that proves it, and is confirmed or withdrawn once the run ends; a
 second watch on the same checkpoint goes on after the files already handed out, and no alert
 reaches the receiver twice. Opt-in (`-m live_long` or PULSAR_AUDIT_LONG_TESTS=1): each micro-batch
-still costs about a cold `analyze` (docs/live.md), so the three cost minutes; the default suite
-keeps the literal tests of the live judgement (tests/pipelines/test_live.py)."""
+still costs minutes (docs/live.md, "What a micro-batch costs"); the default suite keeps the
+literal tests of the live judgement (tests/pipelines/test_live.py, test_live_state.py)."""
 
 from __future__ import annotations
 

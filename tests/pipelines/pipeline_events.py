@@ -16,7 +16,8 @@ from pipelines.build import (
     shared_frames,
 )
 from pipelines.detectors import typed_checks
-from pipelines.silver import build_delivery, build_message_history
+from pipelines.live_state import Folded, LiveState, fold
+from pipelines.silver import build_delivery, build_message_history, resolve_receives
 from pulsar_audit.config import PipelineConfig
 from pulsar_audit.schemas import CHECK_RESULTS, CONSUMER_EVENTS, PRODUCER_EVENTS, RUN_EVENTS
 
@@ -168,3 +169,14 @@ def anomalies(gold: Gold, *kinds: str) -> list[tuple]:
         if not kinds or r.kind in kinds
     ]
     return sorted(got)
+
+
+def folded(spark: SparkSession, state: LiveState, events: list[dict], batch_id: int) -> Folded:
+    """`events` as one `watch` micro-batch folded into `state` (pipelines/live_state.py), the
+    new state's frames checkpointed as the job writes them."""
+    batch = bronze(spark, events, ingest_id=f"i{batch_id}")
+    producer, consumer = batch.producer_events, batch.consumer_events
+    delivery = build_delivery(resolve_receives(consumer, producer))
+    done = fold(state, producer, delivery, consumer, PIPELINE, batch_id)
+    kept = LiveState(*(df.localCheckpoint() for df in done.state.frames()))
+    return Folded(kept, done.closed_outages.localCheckpoint())

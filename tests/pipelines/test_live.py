@@ -3,10 +3,11 @@ provisional findings are settled (the end-to-end lifecycle: tests/live/)."""
 
 from __future__ import annotations
 
-from pipeline_events import T0, ack, at, bronze, send
+from pipeline_events import T0, ack, at, folded, send
 from pyspark.sql import functions as F
 
 from pipelines.live import CONFIRMED, OPEN, WITHDRAWN, outages_in_progress, resolved
+from pipelines.live_state import LiveState
 from pulsar_audit.schemas import PROVISIONAL
 
 STEP_MS = 100
@@ -21,17 +22,21 @@ def _clock(spark, now_ms: float):  # noqa: ANN001, ANN202
     return spark.createDataFrame([("r1", at(now_ms))], "run_id string, now timestamp")
 
 
+def _streams(spark, events: list[dict]):  # noqa: ANN001, ANN202
+    """LIVE_STREAMS once `events` are folded in as one micro-batch."""
+    return folded(spark, LiveState.empty(spark), events, 0).state.streams
+
+
 def test_no_events_no_outage_in_progress(spark) -> None:
-    producer = bronze(spark, []).producer_events
-    assert outages_in_progress(producer, _clock(spark, 0), STEP_MS).count() == 0
+    assert outages_in_progress(_streams(spark, []), _clock(spark, 0), STEP_MS).count() == 0
 
 
 def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(spark) -> None:
     events = [send(1, 0), ack(1, 2), send(2, 10), send(3, 20)]
-    producer = bronze(spark, events).producer_events
+    streams = _streams(spark, events)
 
     def found(now_ms: float) -> list[tuple]:
-        rows = outages_in_progress(producer, _clock(spark, now_ms), STEP_MS).collect()
+        rows = outages_in_progress(streams, _clock(spark, now_ms), STEP_MS).collect()
         return [(r.kind, r.producer, r.started_at, r.explanation) for r in rows]
 
     assert found(109) == []
@@ -45,7 +50,7 @@ def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(
             "(outage in progress)",
         )
     ]
-    resumed = bronze(spark, [*events, ack(2, 300), ack(3, 301)]).producer_events
+    resumed = _streams(spark, [*events, ack(2, 300), ack(3, 301)])
     assert outages_in_progress(resumed, _clock(spark, 900), STEP_MS).count() == 0
 
 

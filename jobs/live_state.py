@@ -1,0 +1,143 @@
+"""One `watch` micro-batch on streaming state (issue 29): the batch's events, ingested by the
+same rules as `analyze`'s, are folded into the live state tables (pipelines/live_state.py)
+and the provisional findings are judged from that state and the batch's own events, without
+re-judging the runs: their full pipeline runs only when a run ends or the watch leaves
+(jobs/live.py).
+
+Read → fold → write each state table once (through the micro-batch's deferred lakehouse,
+committed after bronze's manifest, pulsar_audit/deferred.py) → the findings, collected (a
+short list: findings, not messages) for jobs/live.py to open and settle once committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pipelines import live
+from pipelines.live_state import STATE_TABLES, LiveState, ended, fold, seen_in
+from pipelines.silver import build_delivery, resolve_receives
+from pulsar_audit.config import Config
+from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import OUTAGES, PROVISIONAL
+from pulsar_audit.spark import checkpointed, release
+
+log = logging.getLogger(__name__)
+
+SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
+
+
+@dataclass
+class Judged:
+    """What a micro-batch's fold found: its runs, those whose every consumer ended, the
+    provisional findings it shows (PROVISIONAL rows, open) and the outages it closed."""
+
+    runs: list[str] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)
+    found: list[Row] = field(default_factory=list)
+    closed: list[Row] = field(default_factory=list)
+
+
+def read_state(lakehouse: Lakehouse) -> LiveState:
+    """The live state tables as they are (every run's: what is open is small)."""
+    return LiveState(*(lakehouse.read(table) for table in STATE_TABLES))
+
+
+def already_folded(state: LiveState, runs: list[str], batch_id: int) -> bool:
+    """Whether micro-batch `batch_id` is in the state already (replayed after a crash)."""
+    row = (
+        state.runs.filter(F.col("run_id").isin(runs))
+        .agg(F.max("folded_batch").alias("last"))
+        .first()
+    )
+    return row is not None and row["last"] is not None and row["last"] >= batch_id
+
+
+def fold_batch(
+    lakehouse: Lakehouse, config: Config, files: list[str], runs: list[str], batch_id: int
+) -> Judged:
+    """Fold the bronze rows of `files` (the micro-batch's, of `runs`) into the live state,
+    write it, and judge `runs` from it."""
+    if not runs:
+        return Judged()
+    of_files = F.col("source_file").isin(files)
+    producer = checkpointed(lakehouse.read("producer_events").filter(of_files))
+    consumer = checkpointed(lakehouse.read("consumer_events").filter(of_files))
+    delivery = checkpointed(build_delivery(resolve_receives(consumer, producer)))
+    kept: list[DataFrame] = [producer, consumer, delivery]
+    try:
+        state = read_state(lakehouse)
+        closed: list[Row] = []
+        if already_folded(state, runs, batch_id):
+            log.info("micro-batch %d is in the live state already: not folded again", batch_id)
+        else:
+            folded = fold(state, producer, delivery, consumer, config.pipeline, batch_id)
+            closed = folded.closed_outages.collect()  # outages: a short list
+            # each computed once from the state as read, before any of them is written
+            state = LiveState(*(checkpointed(df) for df in folded.state.frames()))
+            kept.extend(state.frames())
+            for table, df in state.tables().items():
+                lakehouse.overwrite(table, df)
+        run_events = lakehouse.read("run_events").filter(F.col("run_id").isin(runs))
+        found = _found(state, config, runs, seen_in(producer, consumer, delivery, run_events))
+        over = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))
+        return Judged(
+            runs=runs,
+            ended=sorted(r["run_id"] for r in over.collect()),
+            found=live.opened(found, batch_id).collect(),  # findings, not messages
+            closed=closed,
+        )
+    finally:
+        for df in kept:
+            release(df)
+
+
+def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -> DataFrame:
+    """The provisional findings `runs` show: from the state, and what the batch detectors
+    see in the micro-batch's own events."""
+    clock = state.runs.filter(F.col("run_id").isin(runs)).select("run_id", "now")
+    losses = live.suspected_losses(state.awaiting, clock, config.pipeline.suspected_loss_ms)
+    outages = live.outages_in_progress(state.streams, clock, config.pipeline.backoff_ladder_ms[0])
+    return losses.unionByName(outages).unionByName(live.seen_as_they_are(seen))
+
+
+def judge(lakehouse: Lakehouse, judged: Judged, batch_id: int) -> None:
+    """Open the provisional findings a micro-batch's fold shows, and settle those of its runs
+    still going from the live state: an outage is confirmed by the stretch the batch closed,
+    a suspected loss withdrawn once no awaited message of it is missing any more."""
+    of_runs = F.col("run_id").isin(judged.runs)
+    known = finding_ids(lakehouse.read("provisional").filter(of_runs))
+    new = [row for row in judged.found if row["finding_id"] not in known]
+    if new:  # findings, not messages: a short list
+        lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
+    going = [run for run in judged.runs if run not in judged.ended]
+    if not going:
+        return
+    of_going = F.col("run_id").isin(going)
+    closed = local_frame(lakehouse.spark, judged.closed, OUTAGES)
+    updates = live.resolved(
+        lakehouse.read("provisional").filter(of_going),
+        live.batch_findings(lakehouse.read("anomalies").limit(0), closed),
+        live.awaited(lakehouse.read("live_awaiting").filter(of_going)),
+        F.lit(False),
+        batch_id,
+    ).collect()
+    record_settled(lakehouse, updates)
+
+
+def finding_ids(df: DataFrame) -> set[str]:
+    """The finding_id column of `df` (findings: a short list)."""
+    return {row["finding_id"] for row in df.select("finding_id").collect()}
+
+
+def record_settled(lakehouse: Lakehouse, updates: list[Row]) -> None:
+    """Write `pipelines.live.resolved` rows into gold.provisional."""
+    if updates:  # findings: a short list
+        schema = T.StructType([PROVISIONAL[c] for c in ("finding_id", *SETTLED)])
+        frame = local_frame(lakehouse.spark, updates, schema)
+        lakehouse.update_changed("provisional", frame, SETTLED)

@@ -1,0 +1,299 @@
+"""The streaming state of `watch` (issue 29): what is still open in the runs being written,
+folded in one micro-batch of events at a time, so that a micro-batch costs its own events
+and what is open, not its runs' whole history.
+
+State (pulsar_audit/schemas.py, the LIVE_* tables): messages sent and not yet completed,
+per producer the messages in flight with its last completion and rise, acked messages a
+subscription has not got yet, each subscription's delivered frontier per producer, the
+traced consumers and whether they ended, each run's clock. The counting is the batch
+detectors' own (pipelines/detect_outages.py: `changes_of`, `with_in_flight`,
+`closed_stretches`; pipelines/silver.py for deliveries and consumers), started from the
+state instead of from zero. Pure transforms; jobs/live_state.py reads and writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Window as W
+from pyspark.sql import functions as F
+
+from pipelines.common import MESSAGE_KEY, event_order, is_ack
+from pipelines.detect_duplicated import detect_duplicated, run_deduplication
+from pipelines.detect_outages import (
+    STREAM,
+    changes_of,
+    closed_stretches,
+    completing,
+    first_completion,
+    first_send,
+    rising,
+    with_in_flight,
+)
+from pipelines.detect_walk import detect_consumer_walk, with_subscription_type
+from pipelines.live import FINDING_KEY, run_clock
+from pipelines.silver import build_message_history, consumer_status, subscriptions
+from pulsar_audit.config import PipelineConfig
+from pulsar_audit.schemas import (
+    LIVE_AWAITING,
+    LIVE_CONSUMERS,
+    LIVE_FRONTIER,
+    LIVE_IN_FLIGHT,
+    LIVE_RUNS,
+    LIVE_STATE_TABLES,
+    LIVE_STREAMS,
+    conform,
+)
+
+SUBSCRIBED = list(FINDING_KEY)  # run_id, topic, subscription, partition, producer
+STATE_TABLES = dict(
+    zip(
+        LIVE_STATE_TABLES,
+        (LIVE_IN_FLIGHT, LIVE_STREAMS, LIVE_AWAITING, LIVE_FRONTIER, LIVE_CONSUMERS, LIVE_RUNS),
+        strict=True,
+    )
+)
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """The state tables, one frame each (`STATE_TABLES`' schemas)."""
+
+    in_flight: DataFrame
+    streams: DataFrame
+    awaiting: DataFrame
+    frontier: DataFrame
+    consumers: DataFrame
+    runs: DataFrame
+
+    def tables(self) -> dict[str, DataFrame]:
+        return dict(zip(STATE_TABLES, self.frames(), strict=True))
+
+    def frames(self) -> tuple[DataFrame, ...]:
+        return (
+            self.in_flight,
+            self.streams,
+            self.awaiting,
+            self.frontier,
+            self.consumers,
+            self.runs,
+        )
+
+    @staticmethod
+    def empty(spark: SparkSession) -> LiveState:
+        return LiveState(*(spark.createDataFrame([], s) for s in STATE_TABLES.values()))
+
+
+@dataclass(frozen=True)
+class Folded:
+    """The state after a micro-batch, and the gold.outages rows its completions closed."""
+
+    state: LiveState
+    closed_outages: DataFrame
+
+
+def fold(
+    state: LiveState,
+    producer_events: DataFrame,
+    delivery: DataFrame,
+    consumer_events: DataFrame,
+    pipeline: PipelineConfig,
+    batch_id: int,
+) -> Folded:
+    """The state once a micro-batch's events are folded in.
+
+    producer_events, consumer_events: the micro-batch's bronze rows; delivery: its receives
+    as silver.delivery rows (`pipelines.silver.build_delivery`)."""
+    messages = _messages(producer_events, state.in_flight, delivery)
+    prior = state.streams.select(
+        *STREAM,
+        F.col("in_flight").alias("before_in_flight"),
+        F.col("last_completion").alias("before_completion"),
+        F.col("last_rise").alias("before_rise"),
+    )
+    changes = changes_of(messages, counts_send=F.col("prior_sent_at").isNull())
+    counted = with_in_flight(changes.join(prior, STREAM, how="left"), F.col("before_in_flight"))
+    closed = closed_stretches(counted, pipeline, F.col("before_completion"), F.col("before_rise"))
+    consumers = _consumers(state.consumers, consumer_events)
+    folded = LiveState(
+        in_flight=conform(messages.filter(F.col("completed_at").isNull()), LIVE_IN_FLIGHT),
+        streams=_streams(state.streams, counted),
+        awaiting=_awaiting(state, messages, delivery, consumers),
+        frontier=_frontier(state.frontier, delivery),
+        consumers=consumers,
+        runs=_runs(state.runs, producer_events, consumer_events, batch_id),
+    )
+    return Folded(folded, closed)
+
+
+def _messages(producer_events: DataFrame, in_flight: DataFrame, delivery: DataFrame) -> DataFrame:
+    """Per message the batch or the state knows open: `sent_at` (the state's send, else the
+    batch's), `prior_sent_at` (the state's), `completed_at`, `ack_ts` (the batch's) and
+    `delivered_to` with the batch's deliveries."""
+    batch = (
+        producer_events.filter(F.col("seq").isNotNull())
+        .withColumnRenamed("client", "producer")
+        .groupBy(*MESSAGE_KEY)
+        .agg(
+            first_send().alias("batch_sent_at"),
+            first_completion().alias("completed_at"),
+            F.min_by("ts", F.when(is_ack(), event_order())).alias("ack_ts"),
+        )
+    )
+    prior = in_flight.select(
+        *MESSAGE_KEY,
+        F.col("sent_at").alias("prior_sent_at"),
+        F.col("delivered_to").alias("prior_delivered_to"),
+    )
+    got = delivery.groupBy(*MESSAGE_KEY).agg(F.collect_set("subscription").alias("got"))
+    no_subscriptions = F.array().cast("array<string>")
+    return (
+        batch.join(prior, MESSAGE_KEY, how="full")
+        .join(got, MESSAGE_KEY, how="left")
+        .filter(F.coalesce("prior_sent_at", "batch_sent_at").isNotNull())
+        .select(
+            *MESSAGE_KEY,
+            F.coalesce("prior_sent_at", "batch_sent_at").alias("sent_at"),
+            "prior_sent_at",
+            "completed_at",
+            "ack_ts",
+            F.array_union(
+                F.coalesce("prior_delivered_to", no_subscriptions),
+                F.coalesce("got", no_subscriptions),
+            ).alias("delivered_to"),
+        )
+    )
+
+
+def _streams(streams: DataFrame, counted: DataFrame) -> DataFrame:
+    """LIVE_STREAMS: per producer, in flight after its last change, the latest completion and
+    rise; a producer with nothing in flight leaves (its next send is a rise after them)."""
+    last = F.struct("ord", (-F.col("delta")).alias("later"))  # completions after sends
+    batch = counted.groupBy(*STREAM).agg(
+        F.max_by("in_flight", last).alias("batch_in_flight"),
+        F.max(F.when(completing(), F.col("ord.ts"))).alias("completion"),
+        F.max(F.when(rising(), F.col("ord.ts"))).alias("rise"),
+    )
+    merged = streams.join(batch, STREAM, how="full").select(
+        *STREAM,
+        F.coalesce("batch_in_flight", "in_flight").alias("in_flight"),
+        F.greatest("last_completion", "completion").alias("last_completion"),
+        F.greatest("last_rise", "rise").alias("last_rise"),
+    )
+    return conform(merged.filter(F.col("in_flight") > 0), LIVE_STREAMS)
+
+
+def _first_deliveries(delivery: DataFrame) -> DataFrame:
+    """(SUBSCRIBED, seq, ts): each message's first delivery to each subscription."""
+    return delivery.groupBy(*SUBSCRIBED, "seq").agg(F.min("ts").alias("ts"))
+
+
+def _awaiting(
+    state: LiveState, messages: DataFrame, delivery: DataFrame, consumers: DataFrame
+) -> DataFrame:
+    """LIVE_AWAITING: the state's rows and the batch's new acks (a row per subscription known
+    so far that has not got the message), less what the batch delivered; passed_at from the
+    batch's later deliveries (a new row: from the frontier, when it is past the seq)."""
+    subscriptions = consumers.select("run_id", "topic", "subscription").distinct()
+    acked_now = messages.filter(F.col("completed_at").isNotNull() & F.col("ack_ts").isNotNull())
+    frontier = state.frontier.select(*SUBSCRIBED, "max_seq", "max_seq_ts")
+    new = (
+        acked_now.join(subscriptions, ["run_id", "topic"], how="inner")
+        .filter(~F.array_contains("delivered_to", F.col("subscription")))
+        .join(frontier, SUBSCRIBED, how="left")
+        .select(
+            *SUBSCRIBED,
+            "seq",
+            F.coalesce(F.col("sent_at.ts"), F.col("ack_ts")).alias("first_ts"),
+            "ack_ts",
+            F.when(F.col("max_seq") > F.col("seq"), F.col("max_seq_ts")).alias("passed_at"),
+        )
+    )
+    first = _first_deliveries(delivery)
+    still = state.awaiting.unionByName(new).join(first, [*SUBSCRIBED, "seq"], how="left_anti")
+    later = (
+        still.alias("a")
+        .join(
+            first.alias("d"),
+            [F.col(f"a.{c}") == F.col(f"d.{c}") for c in SUBSCRIBED]
+            + [F.col("d.seq") > F.col("a.seq")],
+            how="left",
+        )
+        .groupBy(*[F.col(f"a.{c}") for c in LIVE_AWAITING.fieldNames()])
+        .agg(F.min("d.ts").alias("later"))
+    )
+    return conform(later.withColumn("passed_at", F.least("passed_at", "later")), LIVE_AWAITING)
+
+
+def _frontier(frontier: DataFrame, delivery: DataFrame) -> DataFrame:
+    """LIVE_FRONTIER: per subscription, producer and partition, the highest seq delivered and
+    when it first was."""
+    batch = (
+        _first_deliveries(delivery)
+        .groupBy(*SUBSCRIBED)
+        .agg(F.max("seq").alias("max_seq"), F.max_by("ts", "seq").alias("max_seq_ts"))
+    )
+    highest = F.struct(F.col("max_seq"), (-F.unix_micros("max_seq_ts")).alias("earlier"))
+    merged = (
+        frontier.unionByName(batch)
+        .groupBy(*SUBSCRIBED)
+        .agg(F.max_by("max_seq_ts", highest).alias("max_seq_ts"), F.max("max_seq").alias("max_seq"))
+    )
+    return conform(merged, LIVE_FRONTIER)
+
+
+def _consumers(consumers: DataFrame, consumer_events: DataFrame) -> DataFrame:
+    """LIVE_CONSUMERS: the consumers known so far; a consumer's `end` ends all its rows."""
+    batch = consumer_status(consumer_events).select(*LIVE_CONSUMERS.fieldNames())
+    per_consumer = W.partitionBy("run_id", "topic", "consumer").rowsBetween(
+        W.unboundedPreceding, W.unboundedFollowing
+    )
+    merged = (
+        consumers.unionByName(batch)
+        .groupBy("run_id", "topic", "consumer", "subscription")
+        .agg(F.bool_or("has_end").alias("has_end"))
+        .withColumn("has_end", F.bool_or("has_end").over(per_consumer))
+    )
+    return conform(merged, LIVE_CONSUMERS)
+
+
+def _runs(
+    runs: DataFrame, producer_events: DataFrame, consumer_events: DataFrame, batch_id: int
+) -> DataFrame:
+    """LIVE_RUNS: each run's clock, and the micro-batch that last folded it."""
+    batch = run_clock(producer_events, consumer_events).withColumn(
+        "folded_batch", F.lit(batch_id).cast("long")
+    )
+    merged = (
+        runs.unionByName(batch)
+        .groupBy("run_id")
+        .agg(F.max("now").alias("now"), F.max("folded_batch").alias("folded_batch"))
+    )
+    return conform(merged, LIVE_RUNS)
+
+
+def ended(consumers: DataFrame) -> DataFrame:
+    """(run_id, topic, subscription, all_ended): `pipelines.live.ended_runs`'s input, from
+    LIVE_CONSUMERS."""
+    return consumers.groupBy("run_id", "topic", "subscription").agg(
+        F.bool_and("has_end").alias("all_ended")
+    )
+
+
+def seen_in(
+    producer_events: DataFrame,
+    consumer_events: DataFrame,
+    delivery: DataFrame,
+    run_events: DataFrame,
+) -> DataFrame:
+    """gold.anomalies rows the batch detectors find in a micro-batch's own events: what
+    `pipelines.live.seen_as_they_are` opens (a duplicate or a reordering within the batch;
+    one whose first half was in an earlier micro-batch waits for the reconciliation).
+
+    run_events: the runs' bronze.run_events (their configs)."""
+    typed = with_subscription_type(delivery, subscriptions(consumer_events, producer_events))
+    history = build_message_history(producer_events, delivery)
+    return detect_consumer_walk(typed).unionByName(
+        detect_duplicated(history, run_deduplication(run_events))
+    )
