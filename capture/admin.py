@@ -10,6 +10,7 @@ from pulsar_audit.errors import UsageError
 from pulsar_audit.secrets import PulsarAuth, redact
 
 TIMEOUT_S = 60
+LATEST_ID = 2**63 - 1  # MessageId.latest: ledger and entry Long.MAX_VALUE
 
 
 class AdminError(UsageError):
@@ -93,6 +94,13 @@ class Admin:
 
     def set_deduplication(self, topic: TopicName, enabled: bool) -> None:
         self._call("POST", f"/admin/v2/namespaces/{topic.ns_path}/deduplication", enabled)
+
+    def create_subscription(self, topic: TopicName, subscription: str) -> None:
+        """A durable subscription at the latest position, created (with the topic) by the admin
+        API as `pulsar-admin topics create-subscription` does: no consumer connects."""
+        latest = {"ledgerId": LATEST_ID, "entryId": LATEST_ID, "partitionIndex": -1}
+        path = f"/admin/v2/{topic.rest_path}/subscription/{subscription}"
+        self._call("PUT", path, latest)
 
     def bundle_of(self, topic: TopicName) -> str:
         """The namespace bundle range that holds the topic, e.g. 0x40000000_0x80000000."""

@@ -111,11 +111,12 @@ def drain_subscription(
     make: MakeRecorder,
     retries: int = RETRIES,
     subscription_type: str = "Exclusive",
+    name: str | None = None,
 ) -> dict:
     """Consume with one consumer of a new subscription of `subscription_type` from the
-    earliest position, acknowledging each message, until a receive times out and the
-    subscription's backlog is 0."""
-    name = f"audit-{secrets.token_hex(4)}"
+    earliest position (or of the existing subscription `name`), acknowledging each message,
+    until a receive times out and the subscription's backlog is 0."""
+    name = name or f"audit-{secrets.token_hex(4)}"
     consumer = client.subscribe(
         topic.full,
         name,

@@ -3,9 +3,11 @@
 The producer (produce.py) keeps at most `in_flight` messages pending (block_if_queue_full) and
 records each send, ack and nack with its MessageId, time and keys. The messages are consumed
 either after production (a Reader from the earliest message to the end, or one subscription
-consumer that drains it: consume.py) or, with `consumers` N, by N consumers of one
-subscription of `subscription_type`, each a process of its own, subscribed before the first
-send and consuming while the producer sends (live.py), with their churn when asked. Every
+consumer that drains it: consume.py; `pre-created`: a subscription the admin API created at the
+latest position before the first send, as in apache/pulsar#18236) or, with `consumers` N, by N
+consumers of one subscription of `subscription_type`, each a process of its own, subscribed
+before the first send and consuming while the producer sends (live.py), with their churn when
+asked. Every
 event goes through the crash-safe spool; the broker/bookie log lines written during the run
 are copied to <out>/logs.
 """
@@ -29,6 +31,7 @@ from capture.live import LiveConsumers, LiveOptions, churn_steps
 from capture.processes import ClusterState
 from capture.produce import produce
 from capture.recorder import Recorder
+from capture.scenarios import CONSUMERS, PRE_CREATED
 from capture.spool import Spool
 from capture.zk_capture import ZkCapture
 from pulsar_audit.errors import UsageError
@@ -69,6 +72,12 @@ class CaptureOptions:
                 f"--subscription-type {self.subscription_type!r}: expected one of "
                 f"{', '.join(SUBSCRIPTION_TYPES)}"
             )
+        if self.consumer not in CONSUMERS:
+            raise UsageError(
+                f"--consumer {self.consumer!r}: expected one of {', '.join(CONSUMERS)}"
+            )
+        if self.consumer == PRE_CREATED and self.consumers:
+            raise UsageError("--consumer pre-created reads after production: not with --consumers")
         if self.keys < 0 or self.ordering_keys < 0:
             raise UsageError("--keys and --ordering-keys take a count >= 0")
         if (
@@ -124,6 +133,10 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     admin.set_infinite_retention(topic)  # else acknowledged ledgers may go before the read-back
     admin.set_persistence(topic, *opts.config)
     admin.set_deduplication(topic, opts.deduplication)
+    precreated = None
+    if opts.consumer == PRE_CREATED:  # before the topic has a message: its cursor is at L:-1
+        precreated = f"audit-{secrets.token_hex(4)}"
+        admin.create_subscription(topic, precreated)
     (opts.out / "logs" / "client").mkdir(parents=True, exist_ok=True)
     marks = runlogs.mark(state)
     client = pulsar.Client(
@@ -155,7 +168,7 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
                 restore()
             summary["consume"] = live.drain()
         else:
-            consumer = _read_back(opts)
+            consumer = _read_back(opts, precreated)
             make = Recorder.factory(spool, opts.run_id)
             if restore:  # read while the fault holds (reads may block), undo it, read again
                 summary["consume_during_fault"] = consumer(client, admin, topic, make, retries=2)
@@ -178,14 +191,16 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     return summary
 
 
-def _read_back(opts: CaptureOptions):  # noqa: ANN202
-    """The read after production: a Reader, or one consumer of a subscription of the type."""
+def _read_back(opts: CaptureOptions, precreated: str | None = None):  # noqa: ANN202
+    """The read after production: a Reader, or one consumer of a subscription of the type
+    (a new one, or the one created before the first send)."""
     if opts.consumer == "reader":
         return drain_reader
 
     def drain(client, admin, topic, make, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        kind = opts.subscription_type
         return drain_subscription(
-            client, admin, topic, make, subscription_type=opts.subscription_type, **kwargs
+            client, admin, topic, make, subscription_type=kind, name=precreated, **kwargs
         )
 
     return drain

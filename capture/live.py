@@ -19,12 +19,13 @@ from capture.admin import Admin, TopicName
 from capture.consume import backlog
 from capture.consumer_process import ConsumerProcess, killed_summary, next_event_index
 from capture.consumer_worker import WorkerConfig
+from capture.scenarios import CHURN_MODES
 from pulsar_audit.errors import UsageError
 from pulsar_audit.kinds import SUBSCRIPTION_TYPES
 
-CHURN_MODES = ("kill", "close")  # how the leaving consumer goes: SIGKILL, or a clean close
 # When each churn step comes, as the fraction of the messages acknowledged to the producer.
 LEAVE_AT, JOIN_AT, RETURN_AT = 0.3, 0.5, 0.7
+ROLLING_FROM, ROLLING_TO = 0.2, 0.8  # a rolling restart's first and last consumer restart
 DRAIN_POLL_S = 0.5
 DRAIN_STALL_S = 30.0  # the drain gives up when the backlog has not fallen for this long
 Report = Callable[[str, str, dict], None]  # (action, target, details) → a `chaos` run event
@@ -80,11 +81,12 @@ class LiveConsumers:
 
     def start(self) -> None:
         """Start the consumers and wait until each has subscribed."""
-        names = [self._name(i) for i in range(1, self.opts.consumers + 1)]
+        names = [self.name_of(i) for i in range(1, self.opts.consumers + 1)]
         for proc in [self._spawn(name) for name in names]:
             proc.wait_ready()
 
-    def _name(self, number: int) -> str:
+    def name_of(self, number: int) -> str:
+        """The name of consumer `number` (1-based) of the subscription."""
         return f"{self.subscription}-c{number}"
 
     def _spawn(self, name: str) -> ConsumerProcess:
@@ -123,7 +125,7 @@ class LiveConsumers:
 
     def next_name(self) -> str:
         """The name a consumer joining now takes."""
-        return self._name(len(self._incarnations) + 1)
+        return self.name_of(len(self._incarnations) + 1)
 
     def victim(self) -> tuple[str, dict]:
         """The consumer to take away: Failover's active one, else the first one running;
@@ -211,7 +213,35 @@ def churn_steps(live: LiveConsumers, how: str, messages: int, report: Report) ->
         fields = {"ack_count": ack_count, "phase": "end", "restarted": True, **details}
         report(action, left["name"], fields)
 
+    if how == "rolling":
+        return rolling_steps(live, messages, report)
     steps = [(LEAVE_AT, leave), (JOIN_AT, join), (RETURN_AT, come_back)]
     if live.opts.subscription_type == "Exclusive":
         steps.pop(1)
     return [(max(1, int(messages * at)), step) for at, step in steps]
+
+
+def rolling_marks(consumers: int, messages: int) -> list[int]:
+    """The ack counts at which consumer 1, 2, … N restarts: evenly spread over
+    ROLLING_FROM..ROLLING_TO of the messages."""
+    span = (ROLLING_TO - ROLLING_FROM) / max(1, consumers - 1)
+    return [max(1, int(messages * (ROLLING_FROM + i * span))) for i in range(consumers)]
+
+
+def rolling_steps(live: LiveConsumers, messages: int, report: Report) -> list:
+    """Each consumer of the start, in turn, closes and is started again under its name: a
+    `restart-consumer` chaos event with phase start (closed) and end (back)."""
+
+    def restart_of(name: str) -> Callable[[int], None]:
+        def restart(ack_count: int) -> None:  # its name is the step's in capture.json
+            report("restart-consumer", name, {"ack_count": ack_count, "phase": "start"})
+            live.leave(name, "close")
+            details = live.come_back(name)
+            fields = {"ack_count": ack_count, "phase": "end", "restarted": True, **details}
+            report("restart-consumer", name, fields)
+
+        return restart
+
+    names = [live.name_of(i) for i in range(1, live.opts.consumers + 1)]
+    marks = rolling_marks(len(names), messages)
+    return [(mark, restart_of(name)) for mark, name in zip(marks, names, strict=True)]

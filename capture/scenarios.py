@@ -29,6 +29,15 @@ CONSUMER_FAULTS = {
     "consumer-crash": {"consumer_churn": "kill"},
     "nack-redelivery": {"nack_every": 10},
 }
+# Who reads the topic back after production (`--consumer`): a Reader, a new subscription, or
+# one the admin API created at the latest position before the first send (apache/pulsar#18236:
+# a broker killed before that cursor's position reached ZooKeeper recovered it one entry on).
+CONSUMERS = ("reader", "subscription", "pre-created")
+PRE_CREATED = "pre-created"
+# How a live consumer leaves (`--consumer-churn`): SIGKILL, or a clean close; `rolling`: every
+# consumer in turn closes and comes straight back, as in a rolling restart of the consuming
+# application (apache/pulsar#23307: Key_Shared ordering lost in such a restart before PIP-379).
+CHURN_MODES = ("kill", "close", "rolling")
 LIVE_DEFAULTS = {"consumers": 3, "subscription_type": "Key_Shared", "keys": 50}
 # The simulator's names for the same scenarios (simulate/scenario.py).
 ALIASES = {"isolate-broker": "isolate-broker-from-zk", "isolate-bookie": "isolate-bookie-from-zk"}

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from capture.chaos import ACTIONS, DEFAULT_HOLD_S, NEEDS_NETNS
 from capture.scenarios import (
+    CHURN_MODES,
     CONSUMER_FAULTS,
+    CONSUMERS,
     LIVE_DEFAULTS,
     NETNS_SESSION_MS,
     RATE,
@@ -277,8 +279,10 @@ def _consumer_args(p: argparse.ArgumentParser) -> None:
     """Who consumes: a read-back after production, or live consumers of a subscription."""
     p.add_argument(
         "--consumer",
-        choices=("reader", "subscription"),
-        help="read back after production with a Reader (default) or one subscription consumer",
+        choices=CONSUMERS,
+        help="read back after production with a Reader (default), one consumer of a new "
+        "subscription, or of one the admin API created at the latest position before the first "
+        "send (pre-created: apache/pulsar#18236)",
     )
     p.add_argument(
         "--subscription-type",
@@ -317,9 +321,10 @@ def _consumer_args(p: argparse.ArgumentParser) -> None:
         "--consumer-churn",
         nargs="?",
         const="kill",
-        choices=("kill", "close"),
+        choices=CHURN_MODES,
         help="a live consumer leaves at 30%% of the acks (kill: SIGKILL, default; close), a new "
-        "one joins at 50%%, the first comes back under its name at 70%%",
+        "one joins at 50%%, the first comes back under its name at 70%%; rolling: every "
+        "consumer in turn closes and comes straight back (20%%-80%% of the acks)",
     )
 
 

@@ -48,16 +48,18 @@ def chaos_capture(
     rate: float = 200.0,
     fault_at: float = 0.25,
     hold_s: float = 15.0,
+    consumer: str = "reader",
 ) -> dict:
-    """Capture `messages` paced at `rate` with `action` when `fault_at` of them are acked;
-    the capture summary (the faults are in the trace as `chaos` run events)."""
+    """Capture `messages` paced at `rate` with `action` when `fault_at` of them are acked,
+    read back by `consumer`; the capture summary (the faults are in the trace as `chaos` run
+    events)."""
     from capture.chaos import ChaosSpec
     from capture.harness import capture
 
     spec = ChaosSpec.parse(f"{action}@{max(1, int(messages * fault_at))}", hold_s=hold_s)
     opts = capture_opts(
         state, out, topic=out.name, messages=messages, config=config, chaos=spec,
-        scenario=spec.label, deduplication=dedup, rate=rate,
+        scenario=spec.label, deduplication=dedup, rate=rate, consumer=consumer,
     )  # fmt: skip
     summary = capture(opts, state)
     assert "error" not in (summary["chaos"] or {}), summary["chaos"]

@@ -10,6 +10,7 @@ import pytest
 
 from capture.consumer_process import next_event_index
 from capture.harness import CaptureOptions, _config_fields
+from capture.live import LiveOptions, churn_steps, rolling_marks
 from capture.produce import message_keys
 from pulsar_audit.errors import UsageError
 
@@ -35,6 +36,12 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
             "subscription_type": "Key_Shared",
             "consumers": 3,
         },
+        "expected one of reader, subscription, pre-created": {"consumer": "durable"},
+        "--consumer pre-created reads after production": {
+            "consumer": "pre-created",
+            "subscription_type": "Key_Shared",
+            "consumers": 3,
+        },
     }
     for message, kwargs in refused.items():
         with pytest.raises(UsageError, match=message):
@@ -44,6 +51,7 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
     _opts(consumer="subscription", subscription_type="Shared").check()
     _opts(subscription_type="Key_Shared", consumers=3, nack_every=5, consumer_churn="close").check()
     _opts(batching=True, deduplication=True).check()
+    _opts(consumer="pre-created").check()  # apache/pulsar#18236: one Exclusive consumer after
 
 
 def test_batching_is_off_unless_asked_and_lands_in_the_run_config() -> None:
@@ -82,3 +90,56 @@ def test_a_restarted_consumer_numbers_its_events_on(tmp_path: Path) -> None:
     assert next_event_index(tmp_path, "r1", "sub-c1") == 4
     write("sub-c1.1", [4, 5])
     assert next_event_index(tmp_path, "r1", "sub-c1") == 6
+
+
+def test_chaos_run_takes_a_pre_created_subscription_and_refuses_it_with_live_consumers(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """`--consumer pre-created` is a choice of the CLI; with live consumers it is refused before
+    any cluster starts (exit 2), naming the conflict."""
+    from jobs.cli import main
+
+    argv = ["chaos", "run", "--scenario", "kill-broker", "--consumer", "pre-created",
+            "--workdir", "/nonexistent/pa-h1"]  # fmt: skip
+    assert main([*argv, "--dry-run"]) == 0
+    assert main([*argv, "--consumers", "2", "--subscription-type", "Shared"]) == 2
+    assert "--consumer pre-created reads after production" in capsys.readouterr().err
+
+
+class _RecordingLive:
+    """Stands in for LiveConsumers' bookkeeping only (no process): what a step asks of it."""
+
+    def __init__(self, consumers: int) -> None:
+        self.opts = LiveOptions(consumers, "Key_Shared", churn="rolling")
+        self.calls: list[tuple] = []
+
+    def name_of(self, number: int) -> str:
+        return f"audit-x-c{number}"
+
+    def leave(self, name: str, how: str) -> None:
+        self.calls.append(("leave", name, how))
+
+    def come_back(self, name: str) -> dict:
+        self.calls.append(("come_back", name))
+        return {"pid": 7, "incarnation": 1}
+
+
+def test_rolling_churn_restarts_every_consumer_once_in_turn() -> None:
+    """apache/pulsar#23307's rolling restart: consumer i closes and comes straight back at
+    20 %..80 % of the acks, evenly spread, each reported as a restart-consumer start and end."""
+    assert rolling_marks(3, 1000) == [200, 500, 800]
+    assert rolling_marks(1, 1000) == [200]
+    assert rolling_marks(4, 10) == [2, 4, 6, 8]
+    live, events = _RecordingLive(3), []
+    steps = churn_steps(live, "rolling", 1000, lambda *event: events.append(event))
+    assert [(mark, step.__name__) for mark, step in steps] == [
+        (200, "restart"), (500, "restart"), (800, "restart")
+    ]  # fmt: skip
+    steps[1][1](503)
+    assert live.calls == [("leave", "audit-x-c2", "close"), ("come_back", "audit-x-c2")]
+    assert events == [
+        ("restart-consumer", "audit-x-c2", {"ack_count": 503, "phase": "start"}),
+        ("restart-consumer", "audit-x-c2",
+         {"ack_count": 503, "phase": "end", "restarted": True, "pid": 7, "incarnation": 1}),
+    ]  # fmt: skip
+    _opts(subscription_type="Key_Shared", consumers=3, consumer_churn="rolling").check()

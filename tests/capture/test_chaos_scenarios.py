@@ -123,3 +123,25 @@ def test_kill_qw_bookies_hides_acked_messages_until_one_returns(
     assert (repeated["lost"], repeated["unseen"], repeated["valid"]) == (0, 0, True), repeated
     missing = [a for a in result["anomalies"] if a["subscription"] == during["name"]]
     assert missing and set(first_causes(missing)) <= BOOKIES_GONE, first_causes(missing)
+
+
+def test_killed_owner_keeps_the_first_message_of_a_pre_created_subscription(
+    netns_cluster, lakehouse, config, tmp_path
+) -> None:
+    """apache/pulsar#18236 (fixed in 2.10.3, so not on this cluster's 4.0.7): a subscription the
+    admin API created at the latest position on a new topic, the topic's owner killed while
+    the producer sends, the subscription read after the restart. On 2.10.2 its first
+    message, acked as 1:0, never came (docs/chaos.md); here every acked message must."""
+    out = tmp_path / "kill-broker-pre-created"
+    summary = chaos_capture(
+        netns_cluster, out, "kill-broker", messages=1000, config=(2, 2, 2), rate=150.0,
+        fault_at=0.3, consumer="pre-created",
+    )  # fmt: skip
+    [subscribe] = trace_events(out, "subscribe")
+    assert subscribe["subscription"] == summary["consume"]["name"]
+    first_ack = min(trace_events(out, "ack"), key=lambda ack: ack["seq"])
+    assert (first_ack["seq"], first_ack["entry_id"]) == (0, 0), first_ack
+    result = _analyze(lakehouse, config, out)
+    [run] = result["runs"]
+    assert run["subscription"] == summary["consume"]["name"], run
+    assert run["acked"] > 0 and (run["lost"], run["unseen"], run["valid"]) == (0, 0, True), run
