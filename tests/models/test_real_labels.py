@@ -32,12 +32,41 @@ EXPECTED = {
     "kill-broker-20261126T080800-4242": (False, True),
     "isolate-broker-from-zk-20261126T082323-da7d": (False, True),
     "kill-broker-20261126T081740-662e": (False, False),  # with deduplication
-}
+    # item 3 (known bugs): apache/pulsar#18236 on 2.10.2 loses one acked message, not on 2.10.3
+    **dict.fromkeys(
+        ["kill-broker-20261126T095651-9544", "kill-broker-20261126T100342-6649",
+         "kill-broker-20261126T102716-c9c7"], (True, False)),
+    **dict.fromkeys(
+        ["kill-broker-20261126T100744-76e6", "kill-broker-20261126T100917-0fd9",
+         "kill-broker-20261126T103100-8fe0"], (False, False)),
+    # unloads on Key_Shared, 3.0.7 and 4.0.7: duplicated 2, 1, 766 and 414 in four of ten
+    **dict.fromkeys(
+        ["unload-20261126T101327-9f57", "unload-20261126T102033-8073",
+         "unload-20261126T103437-7936", "unload-20261126T103737-b0a6"], (False, True)),
+    **dict.fromkeys(
+        ["unload-20261126T101401-e82e", "unload-20261126T101758-1c62",
+         "unload-20261126T101842-1c27", "unload-20261126T102249-5874",
+         "unload-20261126T103500-3c65", "unload-20261126T103755-20a5"], (False, False)),
+    # item 4: 3-3-3 quorum wiped (907 lost); one disk of 3-3-3 / 3-3-2 wiped; kill-broker at
+    # 3,000 msg/s on 3-3-3 and 3-3-2 (500 and 2 duplicated; batching, deduplication: none)
+    "wipe-qw-bookies-disk-20261126T095315-80c4": (True, False),
+    "wipe-bookie-disk-20261126T095247-5593": (False, False),
+    "wipe-bookie-disk-20261126T095438-d0b5": (False, False),
+    "kill-broker-20261126T102454-2d1c": (False, True),
+    "kill-broker-20261126T103044-12bb": (False, True),
+    "kill-broker-20261126T102659-460f": (False, False),
+    "kill-broker-20261126T102856-5c68": (False, False),
+    "kill-broker-20261126T103219-1dac": (False, False),
+}  # fmt: skip
+# Before issue 27: kill-qw-bookies with both readers stuck while the bookies were down (376 to
+# 402 unseen each): acked loss was counted false; it cannot be told
+STUCK_BEFORE = ("kill-qw-bookies-20261123T013648-4833", "kill-qw-bookies-20261123T014031-e47f",
+                "kill-qw-bookies-20261123T014524-1008")  # fmt: skip
 
 
 def _manifest_runs() -> dict[str, dict]:
     runs = (json.loads(line) for line in MANIFEST.read_text().splitlines() if line.strip())
-    return {r["run_id"]: r for r in runs if r["run_id"] in EXPECTED}
+    return {r["run_id"]: r for r in runs}
 
 
 def _summary(run_id: str, subscription: str, valid: str, **counts: int) -> dict:
@@ -93,8 +122,10 @@ def test_a_run_whose_every_reader_stopped_short_cannot_tell_loss_nor_duplicates(
 
 def test_the_real_positives_of_issue_27_get_their_labels(spark) -> None:
     runs = _manifest_runs()
-    assert sorted(runs) == sorted(EXPECTED)  # every run of the data set is there
-    got = _outcomes(spark, [row for run in runs.values() for row in _summary_rows(run)])
-    assert got == EXPECTED
+    issue_27 = sorted(k for k, r in runs.items() if str(r.get("series")).startswith("issue-27"))
+    assert issue_27 == sorted(EXPECTED)  # every issue-27 run of the data set, no other
+    chosen = [*EXPECTED, *STUCK_BEFORE]
+    got = _outcomes(spark, [row for k in chosen for row in _summary_rows(runs[k])])
+    assert got == {**EXPECTED, **dict.fromkeys(STUCK_BEFORE, (None, None))}
     # its reader's verdict is unknown (the data set's `found` still says acked_loss false)
     assert runs["capture-20261126T065409-283e"]["readers"][0]["valid"] == "unknown"
