@@ -56,6 +56,31 @@ def mean_brier(metrics: dict[str, dict[str, Any]]) -> float | None:
     return float(np.mean(scores)) if scores else None
 
 
+# A label with positives among the evaluation runs may not score worse than the rules baseline
+# by more than this (Brier score, absolute): a better mean must not hide one label gone bad.
+LABEL_MARGIN = 0.02
+
+
+def label_regressions(
+    candidate: dict[str, dict[str, Any]],
+    baseline: dict[str, dict[str, Any]],
+    margin: float = LABEL_MARGIN,
+) -> list[str]:
+    """The labels with positive evaluation runs whose candidate Brier score exceeds the rules
+    baseline's by more than `margin`, in words."""
+    worse = []
+    for label, ours in candidate.items():
+        rules = baseline.get(label, {})
+        if not ours.get("positives") or ours.get("brier") is None or rules.get("brier") is None:
+            continue
+        if ours["brier"] > rules["brier"] + margin:
+            worse.append(
+                f"{label} (Brier {ours['brier']:.4f} against the rules baseline's "
+                f"{rules['brier']:.4f}, {ours['positives']} of {ours['runs']} runs positive)"
+            )
+    return worse
+
+
 def gate(
     candidate: dict[str, dict[str, Any]],
     baseline: dict[str, dict[str, Any]],
@@ -63,7 +88,9 @@ def gate(
     where: str,
 ) -> tuple[bool, str]:
     """Promote only a candidate whose mean Brier score (over the labels) is strictly lower than
-    the rules baseline's and the current champion's, on the same evaluation runs.
+    the rules baseline's and the current champion's, on the same evaluation runs, and which
+    on no label with positive evaluation runs scores worse than the rules baseline by more
+    than LABEL_MARGIN.
 
     Returns (promote, why in words).
     """
@@ -75,6 +102,12 @@ def gate(
             f"not promoted: mean Brier score {ours:.4f} does not beat the rules baseline's "
             f"{rules:.4f} on {where}"
         )
+    if worse := label_regressions(candidate, baseline):
+        return False, (
+            f"not promoted: mean Brier score {ours:.4f} beats the rules baseline's "
+            f"{rules:.4f}, but a label with positives is worse than the rules by more than "
+            f"{LABEL_MARGIN}: {'; '.join(worse)} on {where}"
+        )
     if champion is not None:
         theirs = mean_brier(champion)
         if theirs is not None and ours >= theirs:
@@ -84,11 +117,13 @@ def gate(
             )
         return True, (
             f"promoted: mean Brier score {ours:.4f} beats the rules baseline's {rules:.4f} and "
-            f"the champion's {_fmt(theirs)} on {where}"
+            f"the champion's {_fmt(theirs)}, no label with positives worse than the rules by "
+            f"more than {LABEL_MARGIN}, on {where}"
         )
     return True, (
-        f"promoted: mean Brier score {ours:.4f} beats the rules baseline's {rules:.4f} on "
-        f"{where} (no champion before)"
+        f"promoted: mean Brier score {ours:.4f} beats the rules baseline's {rules:.4f}, no "
+        f"label with positives worse than the rules by more than {LABEL_MARGIN}, on {where} "
+        "(no champion before)"
     )
 
 

@@ -187,12 +187,23 @@ def run_traffic(message_history: DataFrame) -> DataFrame:
     return totals.join(peak, ["run_id"], how="left")
 
 
+def observed(seen: Column, complete: Column) -> Column:
+    """A label seen on some subscription is true; not seen, it is false only when a
+    subscription read the whole run (`complete`); else null: the run cannot tell."""
+    return F.when(seen, True).when(complete, False)
+
+
 def run_outcomes(run_summary: DataFrame, anomalies: DataFrame, outages: DataFrame) -> DataFrame:
     """Per run: acked loss, duplicates and outage ≥ 1 s from gold; and whether a reader fell
-    short of acked messages (unseen, lost, skipped), with a storage event among the causes."""
+    short of acked messages (unseen, lost, skipped), with a storage event among the causes.
+
+    A subscription with `unseen` messages stopped before the end (a reader stuck on an
+    unreadable entry): what it did not read may be lost or duplicated. When every
+    subscription of a run stopped so, its acked loss and duplicates are null (unknown)."""
+    read_to_end = F.max(F.col("unseen") == 0)
     counts = run_summary.groupBy("run_id").agg(
-        F.max(F.col("lost") > 0).alias("acked_loss"),
-        F.max(F.col("duplicated") > 0).alias("duplicates"),
+        observed(F.max(F.col("lost") > 0), read_to_end).alias("acked_loss"),
+        observed(F.max(F.col("duplicated") > 0), read_to_end).alias("duplicates"),
     )
     short = F.col("kind").isin(*UNREADABLE_KINDS)
     from_storage = F.exists("causes", lambda c: c["event_type"].isin(*STORAGE_CAUSES))

@@ -27,7 +27,7 @@ from pulsar_audit.schemas import RISK_LABELS
 
 log = logging.getLogger(__name__)
 
-FEATURES_VERSION = "run-features-1"
+FEATURES_VERSION = "run-features-2"
 FEATURE_INPUTS = (
     "run_events",
     "run_files",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -47,10 +47,11 @@ def expected(setup: dict, release: str) -> dict:
     }
 
 
-def pack_result(result_path: Path, release: str, out: Path) -> tuple[dict, dict, dict, dict]:
-    """Pack the run of one `chaos run --json` result into `out`, the trace whole:
-    (its capture, its own analyze, its config event, its manifest row before the labels)."""
-    result = json.loads(result_path.read_text())
+def pack_result(result_path: Path | dict, release: str, out: Path) -> tuple[dict, dict, dict, dict]:
+    """Pack the run of one `chaos run --json` result (its file, or the result itself) into
+    `out`, the trace whole: (its capture, its analyze, its config event, its manifest row
+    before the labels)."""
+    result = result_path if isinstance(result_path, dict) else json.loads(result_path.read_text())
     captured = result["capture"]
     run_dir, run_id = Path(captured["out"]), captured["run_id"]
     summary = {
@@ -107,18 +108,22 @@ def main(keep_run: Callable[[Path, str, Path], dict] = keep, doc: str = __doc__)
     parser.add_argument("--release", required=True, help="the Pulsar release the runs ran on")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "real-runs")
     args = parser.parse_args()
-    manifest = args.out / "manifest.jsonl"
+    keep_all((keep_run(path, args.release, args.out) for path in args.results), args.out)
+
+
+def keep_all(new_rows: Iterable[dict], out: Path) -> None:
+    """Add (or replace, by run id) `new_rows` in `out`'s manifest, sorted by run id."""
+    manifest = out / "manifest.jsonl"
     rows = {}
     for line in manifest.read_text().splitlines():
         if line.strip():
             row = json.loads(line)
             rows[row["run_id"]] = row
-    for path in args.results:
-        row = keep_run(path, args.release, args.out)
+    for row in new_rows:
         rows[row["run_id"]] = row
         found = row["found"]
-        print(f"{row['run_id']}: kept ({found['received']} received, {found['duplicated']} "  # noqa: T201
-              "duplicated)")  # fmt: skip
+        print(f"{row['run_id']}: kept ({found['received']} received, {found['lost']} lost, "  # noqa: T201
+              f"{found['duplicated']} duplicated)")  # fmt: skip
     manifest.write_text("".join(json.dumps(r, default=str) + "\n" for _, r in sorted(rows.items())))
     print(f"manifest has {len(rows)} runs")  # noqa: T201
 

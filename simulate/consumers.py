@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from simulate import dispatch as D
 from simulate import dispatch_keys as K
 from simulate.backoff import mix_column
-from simulate.plan import Plan, is_bookie_kill, restarts_bookies
+from simulate.plan import Plan, is_bookie_kill, keeps_copies, restarts_bookies
 from simulate.scenario import Scenario
 
 REDELIVERY_LAG = 20  # a redelivery arrives this many messages after the first delivery
@@ -84,8 +84,8 @@ def consumers(plan: Plan) -> list[Consumer]:
     are down first, then (when the bookies return) the others."""
     s = plan.scenario
     after = () if plan.returned else tuple(plan.killed)
-    # restarted bookies are back before anyone reads
-    first = () if restarts_bookies(s) else tuple(plan.killed)
+    # restarted bookies are back before anyone reads (empty after a wipe: their copies lost)
+    first = () if keeps_copies(s) else tuple(plan.killed)
     found = [Consumer("reader-1", "reader-1", first)]
     if s.auto_skip:
         found.append(Consumer("reader-skip", "reader-skip", first, skip_unreadable=True))
@@ -134,10 +134,12 @@ def with_bookies_return(plan: Plan) -> Plan:
 
 def unreadable(plan: Plan, down: tuple[str, ...]) -> list[tuple[int, int, int, list[int]]]:
     """(ledger_index, first_entry, end_entry, residues): entries (entry mod E in residues) none
-    of whose Qw bookies is up. Entry e of a fragment is on ensemble[(e + j) mod E], j < Qw."""
+    of whose Qw bookies is up. Entry e of a fragment is on ensemble[(e + j) mod E], j < Qw.
+    Ledgers made after the fault (once restarted bookies are back) hold none of the lost
+    copies."""
     s = plan.scenario
     found = []
-    for f in plan.fragments:
+    for f in (f for f in plan.fragments if f.ledger <= plan.fault_ledger):
         bad = [
             res
             for res in range(s.ensemble)

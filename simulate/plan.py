@@ -26,7 +26,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from simulate.backoff import latency, reconnect_after
-from simulate.scenario import BOOKIE_FAULTS, BOOKIE_PARTITION, OWNER_CHANGES, Scenario
+from simulate.scenario import (
+    BOOKIE_FAULTS,
+    BOOKIE_PARTITION,
+    DISK_WIPES,
+    OWNER_CHANGES,
+    Scenario,
+    bookies_killed,
+)
 
 BURST_STEP_US = 1  # the new owner acks resent messages back to back
 # A cut link is held past the metadata session it cuts (so the session really expires), then
@@ -36,7 +43,8 @@ LEDGER_BASE = 10  # ledger ids below are the namespace's own (cursors, schemas)
 NAMESPACE = "public/default"
 BUNDLE_RANGE = "0x00000000_0x40000000"  # the topic's bundle: the first of the namespace's 4
 # Chaos actions that kill bookies, as the harness records them (kill-bookies with ':N').
-BOOKIE_KILLS = ("kill-bookie", "kill-bookies", "kill-qw-bookies")
+BOOKIE_KILLS = ("kill-bookie", "kill-bookies", "kill-qw-bookies", *DISK_WIPES)
+QUORUM_KILLS = ("kill-qw-bookies", "wipe-qw-bookies-disk")  # the Qw bookies of the next entry
 # After the bookies are reachable again (a restarted bookie started, a partition healed) the
 # producer's writes resume about 6 s later: the real data set's stalls ended 5.8–6.4 s after
 # the harness restarted the bookies (kill-bookies:2, 17.8 and 18.3 s outages with 12 s down) or
@@ -44,17 +52,16 @@ BOOKIE_KILLS = ("kill-bookie", "kill-bookies", "kill-qw-bookies")
 RESUME_AFTER_US = (5_500_000, 6_500_000)
 
 
-def bookies_killed(s: Scenario) -> int:
-    """How many bookies the scenario kills (all of them members of the written ensemble)."""
-    return {"kill-bookie": 1, "kill-bookies": s.kill_count, "kill-qw-bookies": s.write_quorum}.get(
-        s.name, 0
-    )
-
-
 def restarts_bookies(s: Scenario) -> bool:
-    """Whether the killed bookies restart with their data `bookie_restart_us` after the kill,
-    before any consumer reads (kill-qw-bookies' return is set by the reads, as before)."""
-    return s.bookie_restart_us > 0 and s.name in ("kill-bookie", "kill-bookies")
+    """Whether the killed bookies restart `bookie_restart_us` after the kill, before any
+    consumer reads (kill-qw-bookies' return is set by the reads, as before); with their data
+    unless their disks were wiped (keeps_copies)."""
+    return s.bookie_restart_us > 0 and s.name in ("kill-bookie", "kill-bookies", *DISK_WIPES)
+
+
+def keeps_copies(s: Scenario) -> bool:
+    """Whether the restarted bookies bring their copies back (not after a disk wipe)."""
+    return restarts_bookies(s) and s.name not in DISK_WIPES
 
 
 def stall_us(s: Scenario, rng: random.Random) -> int:
@@ -127,6 +134,9 @@ class Plan:
     reconnect: dict[str, Any]  # attempts, delays, available_after_us
     faults: list[dict[str, Any]] = field(default_factory=list)
     autorecovery: list[dict[str, Any]] = field(default_factory=list)
+    # the last ledger (index) written before the bookie fault: only its and earlier ledgers'
+    # copies sit on the killed bookies (ledgers made once they are back hold new copies)
+    fault_ledger: int = -1
 
     def ledger_id(self, ledger_index: int, stream: int) -> int:
         return LEDGER_BASE + ledger_index * self.scenario.streams + stream
@@ -274,10 +284,12 @@ def build_plan(s: Scenario) -> Plan:
             )
     else:
         streams = [_quiet_stream(s, k) for k in range(s.streams)]
-    fragments, killed, returned, recovery = _bookie_layout(
+    fragments, killed, returned, recovery, fault_ledger = _bookie_layout(
         s, rng, bookies, streams, t_fault, faults, stalled=bool(stalled)
     )
-    return Plan(s, streams, owners, fragments, killed, returned, reconnect, faults, recovery)
+    return Plan(
+        s, streams, owners, fragments, killed, returned, reconnect, faults, recovery, fault_ledger
+    )
 
 
 def _bookie_layout(
@@ -311,7 +323,7 @@ def _bookie_layout(
         size = _ledger_size(s, stream, index)
         ensemble = rng.sample([b for b in bookies if b not in down], s.ensemble)
         if s.name in BOOKIE_FAULTS and index == fault_ledger and (stalled or fault_entry < size):
-            if s.name == "kill-qw-bookies":
+            if s.name in QUORUM_KILLS:
                 killed = [
                     ensemble[(fault_entry - 1 + j) % s.ensemble] for j in range(s.write_quorum)
                 ]
@@ -348,9 +360,7 @@ def _bookie_layout(
         lost = [b for b in fragment.ensemble if b in killed]
         if lost:
             # a restarted bookie brings its copies back: the auditor finds them again
-            possible = restarts_bookies(s) or (
-                len(lost) < s.ack_quorum and len(lost) < s.write_quorum
-            )
+            possible = keeps_copies(s) or (len(lost) < s.ack_quorum and len(lost) < s.write_quorum)
             recovery.append(
                 {
                     "ledger_index": fragment.ledger,
@@ -358,15 +368,15 @@ def _bookie_layout(
                     "lost_bookies": lost,
                     "re_replicable": possible,
                     "why": "the lost bookies restarted with their copies"
-                    if restarts_bookies(s)
+                    if keeps_copies(s)
                     else "a readable copy survives and the ledger can be closed"
                     if possible
                     else f"{len(lost)} of the ensemble lost with Qa={s.ack_quorum}: close "
                     "cannot decide the last entry (or no copy survives)",
                 }
             )
-    returned = s.name == "kill-qw-bookies" or restarts_bookies(s)
-    return fragments, killed, returned, recovery
+    returned = s.name == "kill-qw-bookies" or keeps_copies(s)  # back with their copies
+    return fragments, killed, returned, recovery, fault_ledger
 
 
 def _ledger_size(s: Scenario, stream: StreamPlan, index: int) -> int:

@@ -28,6 +28,7 @@ from simulate.trace import (
     producer_lines,
     producer_name,
     run_events,
+    subscribe_event,
     write_trace,
 )
 from simulate.truth_keys import type_labels
@@ -99,6 +100,9 @@ def simulate_run(
         lines = lines.unionByName(consumer_lines(delivered, plan, consumer, n))
         if ended:
             small.extend(end_event(plan, consumer, n, client) for client in consumer.members)
+        subscribed = consumer.mode == "single"
+        if subscribed:
+            small.append(subscribe_event(plan, consumer, n))
         these = T.labels(messages, delivered, consumer.subscription, ended)
         start_us = C.read_start_us(plan, n)
         typed = type_labels(messages, delivered, consumer, plan, start_us, stuck_key_ms)
@@ -126,7 +130,7 @@ def simulate_run(
                 "subscription_type": consumer.subscription_type,
                 **({"left": consumer.leaves, "left_at": left_at} if consumer.leaves else {}),
                 **_joined(consumer, {r["stream"]: r[f"join_{n}"] for r in stop_rows}),
-                "visible": ended or any(stopped.values()),
+                "visible": subscribed or ended or any(stopped.values()),
             }
         )
     labels = labels.unionByName(T.nonmonotonic_sends(messages))

@@ -27,10 +27,15 @@ SCENARIOS = (
     "kill-bookies",
     "kill-qw-bookies",
     "partition-broker-from-bookies",
+    "wipe-bookie-disk",
+    "wipe-qw-bookies-disk",
 )
+# The harness's disk loss (capture/chaos.py): the bookies are killed, their journal and ledger
+# directories deleted, and they restart `bookie_restart_us` later, registered but empty.
+DISK_WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk")
 # Scenarios where the owner of the topic's bundle changes and producers reconnect.
 OWNER_CHANGES = ("unload", "transfer", "kill-broker", "isolate-broker")
-BOOKIE_FAULTS = ("kill-bookie", "isolate-bookie", "kill-bookies", "kill-qw-bookies")
+BOOKIE_FAULTS = ("kill-bookie", "isolate-bookie", "kill-bookies", "kill-qw-bookies", *DISK_WIPES)
 # The owner broker loses its bookies (both ways dropped) and keeps its ZooKeeper session.
 BOOKIE_PARTITION = "partition-broker-from-bookies"
 SESSION_EXPIRED_POLICIES = ("shutdown", "reconnect")  # broker.conf zookeeperSessionExpiredPolicy
@@ -156,9 +161,14 @@ def parse_scenario(text: str) -> tuple[str, int]:
 
 
 def bookies_killed(s: Scenario) -> int:
-    """How many bookies the scenario kills (0 for the faults that kill none)."""
-    killed = {"kill-bookie": 1, "kill-bookies": s.kill_count, "kill-qw-bookies": s.write_quorum}
-    return killed.get(s.name, 0)
+    """How many bookies the scenario kills (0 for the faults that kill none), all of them
+    members of the written ensemble; a wipe kills them too, and they come back empty."""
+    one, quorum = ("kill-bookie", "wipe-bookie-disk"), ("kill-qw-bookies", "wipe-qw-bookies-disk")
+    if s.name in one:
+        return 1
+    if s.name in quorum:
+        return s.write_quorum
+    return s.kill_count if s.name == "kill-bookies" else 0
 
 
 def with_needed_bookies(s: Scenario) -> Scenario:
@@ -176,6 +186,11 @@ def validate(s: Scenario) -> Scenario:
         raise UsageError("expected E >= Qw >= Qa >= 1")
     if s.bookies < s.ensemble:
         raise UsageError(f"{s.bookies} bookies cannot hold an ensemble of E={s.ensemble}")
+    if s.name in DISK_WIPES and not s.bookie_restart_us:
+        raise UsageError(
+            f"{s.name}: a wiped bookie restarts empty; give the restart (bookie_restart_ms, "
+            "the harness: 12000)"
+        )
     lost = bookies_killed(s)
     if lost > s.ensemble:
         raise UsageError(f"{s.name}: cannot kill {lost} bookies of an ensemble of {s.ensemble}")

@@ -68,8 +68,8 @@ def tell(plan: Plan) -> Story:
 
 def _fault_end(story: Story, fault: dict[str, Any]) -> None:
     """After the harness undid a fault, what was down registers again: the killed bookies as
-    they start (their data kept), an isolated bookie or broker restarted after the heal (it
-    had shut down when its session expired)."""
+    they start (their data kept, or none after a disk wipe), an isolated bookie or broker
+    restarted after the heal (it had shut down when its session expired)."""
     t = fault["end_us"]
     if fault["action"] == BOOKIE_PARTITION:
         return  # nothing stopped: the broker writes again (story_bookies.bookie_partition)

@@ -114,6 +114,23 @@ def end_event(plan: Plan, consumer: Consumer, index: int, client: str = "") -> d
     }
 
 
+def subscribe_event(plan: Plan, consumer: Consumer, index: int) -> dict[str, Any]:
+    """The harness's `subscribe` line of a one-client subscription (a Reader, sub-1), just
+    before its first read: a reader stuck at the first entry still shows in the trace."""
+    s = plan.scenario
+    return {
+        "run_id": s.run_id,
+        "topic": s.topic,
+        "role": "consumer",
+        "client": consumer.name,
+        "event": "subscribe",
+        "subscription": consumer.subscription,
+        "subscription_type": consumer.subscription_type,
+        "ts": (read_start_us(plan, index) - 1_000) / 1000,
+        "event_index": -1,  # receives count from 0
+    }
+
+
 def run_events(plan: Plan) -> list[dict[str, Any]]:
     """The harness's `config` line and, per fault, a `chaos` line with phase "start" and, when
     the fault is undone in the run (bookies back, link healed), one with phase "end"."""

@@ -19,7 +19,8 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
         "--scenario",
         required=True,
         help="control|unload|transfer|kill-broker|isolate-broker|kill-bookie|"
-        "isolate-bookie|kill-bookies:N|kill-qw-bookies",
+        "isolate-bookie|kill-bookies:N|kill-qw-bookies|partition-broker-from-bookies|"
+        "wipe-bookie-disk|wipe-qw-bookies-disk",
     )
     p.add_argument(
         "--config", default="2-2-1", metavar="E-Qw-Qa", help="ledger E-Qw-Qa (default 2-2-1)"
@@ -81,8 +82,8 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         help="kill-bookie(s): restart the killed bookies this long after the kill, with their "
-        "data, as the harness does (12000); must exceed the session timeout (default 0: "
-        "they stay down)",
+        "data, as the harness does (12000); wipe-*-disk: restart them empty (required); "
+        "must exceed the session timeout (default 0: they stay down)",
     )
     p.add_argument(
         "--partition-hold-ms",

@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from runs import runs
 
-from models.evaluate import mean_brier
+from models.evaluate import LABEL_MARGIN, gate, label_regressions, mean_brier
 from models.model import ConfigRiskModel
 from models.registry import CHAMPION, MODEL_NAME
 from models.train import train_frame
@@ -98,3 +98,32 @@ def test_without_real_runs_the_hold_out_says_so(config) -> None:
     assert result["evaluation"]["real_runs"] == 0
     assert "simulated hold-out" in result["evaluation"]["where"]
     assert "no real runs available" in result["note"]
+
+
+def _metrics(**brier: tuple[float, int]) -> dict[str, dict]:
+    """Per label: (Brier score, positive runs) on 10 evaluation runs."""
+    return {
+        label: {"runs": 10, "positives": positives, "brier": score}
+        for label, (score, positives) in brier.items()
+    }
+
+
+def test_a_label_with_positives_worse_than_the_rules_by_the_margin_blocks_promotion() -> None:
+    rules = _metrics(acked_loss=(0.10, 3), duplicates=(0.05, 2), outage_1s=(0.30, 4))
+    # mean 0.1167 against the rules' 0.15, but duplicates (2 positive runs) 0.05 → 0.08
+    worse = _metrics(acked_loss=(0.02, 3), duplicates=(0.08, 2), outage_1s=(0.25, 4))
+    promoted, why = gate(worse, rules, None, "10 real runs (never trained on)")
+    assert not promoted
+    assert why == (
+        "not promoted: mean Brier score 0.1167 beats the rules baseline's 0.1500, but a label "
+        f"with positives is worse than the rules by more than {LABEL_MARGIN}: duplicates "
+        "(Brier 0.0800 against the rules baseline's 0.0500, 2 of 10 runs positive) on 10 real "
+        "runs (never trained on)"
+    )
+    # within the margin (0.05 → 0.065), or worse on a label with no positive run: promoted
+    close = _metrics(acked_loss=(0.02, 3), duplicates=(0.065, 2), outage_1s=(0.25, 4))
+    assert gate(close, rules, None, "10 real runs")[0]
+    no_positives = {**worse, "duplicates": {"runs": 10, "positives": 0, "brier": 0.08}}
+    rules_none = {**rules, "duplicates": {"runs": 10, "positives": 0, "brier": 0.05}}
+    assert label_regressions(no_positives, rules_none) == []
+    assert gate(no_positives, rules_none, None, "10 real runs")[0]

@@ -98,10 +98,42 @@ def test_same_seed_same_run(spark, tmp_path: Path):
     events = [json.loads(line) for line in _lines(tmp_path / "a")]
     sends = [e for e in events if e["event"] == "send"]
     assert len(sends) == 300
-    assert {e["event"] for e in events} == {"config", "chaos", "send", "ack", "receive", "end"}
+    assert {e["event"] for e in events} == {
+        "config", "chaos", "send", "ack", "receive", "end", "subscribe",
+    }  # fmt: skip
     duplicated = sum(
         a["count"]
         for a in first["anomalies"]
         if a["kind"] == "duplicated" and a["subscription"] == "reader-1"
     )
     assert duplicated == first["plan"]["streams"][0]["written"] > 0
+
+
+def test_a_wiped_write_quorum_restarts_empty(spark, tmp_path: Path):
+    """As the real data set's wipe-qw-bookies-disk on 2-2-1 with 3 bookies (issue 27): the
+    write quorum is killed, its disks wiped, and it restarts 12 s later registered but empty.
+    The ledger written before the wipe is gone for every reader: the skipping reader loses it
+    (acked loss), the others stay stuck at its first entry and, as the harness's readers,
+    still show in the trace (their `subscribe` line) with nothing received: unknown."""
+    with pytest.raises(UsageError, match="restarts empty"):
+        validate(Scenario("wipe-qw-bookies-disk", "no-restart"))
+    wipe = Scenario(
+        "wipe-qw-bookies-disk", "wipe", ensemble=2, write_quorum=2, ack_quorum=1, bookies=3,
+        brokers=1, messages=300, session_timeout_us=10_000_000, bookie_restart_us=12_000_000,
+        auto_skip=True, ack_return_us=1500, redeliver_every=0,
+    )  # fmt: skip
+    truth = simulate_run(spark, wipe, tmp_path)
+    ledger0 = truth["plan"]["streams"][0]["a"] + truth["plan"]["streams"][0]["written"]
+    assert ledger0 == 148  # sent and stored before the wipe, all acked
+    got = {
+        r["subscription"]: (r["acked"], r["received"], r["lost"], r["unseen"], r["valid"])
+        for r in truth["runs"]
+    }
+    assert got == {
+        "reader-skip": (300, 300 - 148, 148, 0, "false"),
+        "reader-1": (300, 0, 0, 300, "unknown"),
+        "sub-1": (300, 0, 0, 300, "unknown"),
+    }
+    chaos = [(f["action"], f["end_us"] - f["effect_us"]) for f in truth["faults"]]
+    assert chaos == [("wipe-qw-bookies-disk", 12_000_000)]
+    assert not truth["plan"]["killed_bookies_return"]  # back, but without their copies
