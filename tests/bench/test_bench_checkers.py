@@ -36,8 +36,16 @@ def test_duckdb_dict_checkers_and_the_truth_agree_on_every_count(traces: Path) -
     owner = ["sub-1", "reader-1", "reader-early", "sub-shared", "sub-failover"]
     assert {("bench-owner", s) for s in owner} <= keys
     # reader-1 of the quorum run blocks at its first entry (the whole ledger was on the two
-    # killed bookies): it received nothing and has no `end`, so the trace cannot show it
-    assert {s for r, s in keys if r == "bench-quorum"} == {"reader-skip", "sub-1"}
+    # killed bookies): it received nothing and has no `end`; its `subscribe` line (written
+    # first, as the harness does) still shows it, with every acked message unseen
+    assert {s for r, s in keys if r == "bench-quorum"} == {"reader-1", "reader-skip", "sub-1"}
+    stuck = next(
+        r
+        for r in by_duckdb["runs"]
+        if (r["run_id"], r["subscription"]) == ("bench-quorum", "reader-1")
+    )
+    assert (stuck["received"], stuck["lost"], stuck["unseen"]) == (0, 0, stuck["acked"])
+    assert stuck["acked"] > 0
     assert {r for r, _ in keys} == {"bench-owner", "bench-crash", "bench-quorum"}
     assert {r["topic"] for r in by_duckdb["runs"]} == {TOPIC}
 

@@ -57,6 +57,18 @@ EXPECTED = {
     "kill-broker-20261126T102659-460f": (False, False),
     "kill-broker-20261126T102856-5c68": (False, False),
     "kill-broker-20261126T103219-1dac": (False, False),
+    # item 4, the later ten: one disk wiped at 3-3-2, 2-2-2, 3-2-2, 3-3-3 (nothing lost); the
+    # write quorum wiped at 3-3-2 (918 lost); and five quorum wipes whose reader got nothing
+    # before its limit (unseen 908-3000, no end): loss and duplicates cannot be told
+    **dict.fromkeys(
+        ["wipe-bookie-disk-20261126T095840-b509", "wipe-bookie-disk-20261126T101120-7c78",
+         "wipe-bookie-disk-20261126T101243-07a6", "wipe-bookie-disk-20261126T101700-1e7b"],
+        (False, False)),
+    "wipe-qw-bookies-disk-20261126T100542-fbce": (True, False),
+    **dict.fromkeys(
+        ["wipe-qw-bookies-disk-20261126T095920-1193", "wipe-qw-bookies-disk-20261126T100301-02ee",
+         "wipe-qw-bookies-disk-20261126T100833-bbc8", "wipe-qw-bookies-disk-20261126T101408-a208",
+         "wipe-qw-bookies-disk-20261126T101824-7470"], (None, None)),
 }  # fmt: skip
 # Before issue 27: kill-qw-bookies with both readers stuck while the bookies were down (376 to
 # 402 unseen each): acked loss was counted false; it cannot be told
