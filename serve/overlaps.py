@@ -3,6 +3,9 @@ OVERLAPPING_KINDS): the `also_counted_as` of analyze, summary and message."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
+from collections.abc import Iterable
 from typing import Any
 
 from pulsar_audit.kinds import OVERLAPPING_KINDS
@@ -32,12 +35,49 @@ def also_counted_as(block: dict[str, Any], others: list[dict[str, Any]]) -> list
 
 def with_overlaps(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`blocks` (anomaly rows; other findings, e.g. outages, pass through) each with
-    `also_counted_as`."""
-    anomalies = [b for b in blocks if "seq_from" in b]
+    `also_counted_as`. A block is compared only with the blocks of its stream and of a kind
+    it pairs with whose ranges can reach it (an index per stream and kind, by seq): the
+    summary of many runs holds tens of thousands of blocks."""
+    index = _Index(b for b in blocks if "seq_from" in b)
     return [
-        {**b, "also_counted_as": also_counted_as(b, anomalies)} if "seq_from" in b else b
+        {**b, "also_counted_as": also_counted_as(b, index.near(b))} if "seq_from" in b else b
         for b in blocks
     ]
+
+
+class _Index:
+    """Blocks by (stream, kind), sorted by seq_from, with the running maximum of seq_to: the
+    blocks whose range meets [seq_from, seq_to] are found without reading the others."""
+
+    def __init__(self, blocks: Iterable[dict[str, Any]]) -> None:
+        groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        blocks = list(blocks)
+        self.position = {id(b): n for n, b in enumerate(blocks)}
+        for b in blocks:
+            if b["seq_from"] is not None and b["seq_to"] is not None:
+                groups.setdefault((*_stream(b), b["kind"]), []).append(b)
+        self.groups = {}
+        for key, group in groups.items():
+            group.sort(key=lambda b: b["seq_from"])
+            reach = list(itertools.accumulate((b["seq_to"] for b in group), max))
+            self.groups[key] = (group, [b["seq_from"] for b in group], reach)
+
+    def near(self, block: dict[str, Any]) -> list[dict[str, Any]]:
+        if block["seq_from"] is None or block["seq_to"] is None:
+            return []
+        kinds = {k for pair in PAIRS if block["kind"] in pair for k in pair} - {block["kind"]}
+        found = []
+        for kind in kinds:
+            group, starts, reach = self.groups.get((*_stream(block), kind), ([], [], []))
+            i = bisect.bisect_right(starts, block["seq_to"]) - 1
+            while i >= 0 and reach[i] >= block["seq_from"]:
+                found.append(group[i])
+                i -= 1
+        return sorted(found, key=lambda b: self.position[id(b)])  # in `blocks` order
+
+
+def _stream(block: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(block.get(key) for key in STREAM)
 
 
 def overlap_note(block: dict[str, Any]) -> str:
