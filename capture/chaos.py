@@ -39,6 +39,7 @@ ACTIONS = (
     "lossy-broker-bookies",
     "wipe-bookie-disk",
     "wipe-qw-bookies-disk",
+    "wipe-qw-bookies-disk-in-turn",
 )
 NEEDS_MULTI = ACTIONS[2:]
 NEEDS_NETNS = (
@@ -51,6 +52,10 @@ NEEDS_NETNS = (
 READ_WHILE_DOWN = ("kill-qw-bookies",)
 # Disk loss (disk_loss.py): bookies killed, their directories and cookies deleted, restarted empty.
 WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk")
+# The Qw bookies of the current ledger lose their disks one after the other, `hold_s` apart:
+# the time AutoRecovery has to copy what the first one held before the next copy goes too
+# (apache/pulsar#21987: a replication worker that never re-replicated).
+IN_TURN = "wipe-qw-bookies-disk-in-turn"
 # How long a killed or stopped bookie stays down before its restart: longer than its ZooKeeper
 # session (BookKeeper's zkTimeout, 10 s by default), or the restarted bookie finds its old
 # registration still there and shuts down (LockBusyException), leaving the cluster a bookie short.
@@ -67,7 +72,8 @@ class ChaosSpec:
     action: str
     at_ack: int
     count: int = 1  # kill-bookies:N
-    hold_s: float = DEFAULT_HOLD_S  # network faults: how long the link stays cut
+    hold_s: float = DEFAULT_HOLD_S  # network faults: how long the link stays cut; IN_TURN:
+    # how long after one bookie came back empty the next one is wiped
 
     @classmethod
     def parse(cls, text: str, hold_s: float = DEFAULT_HOLD_S) -> ChaosSpec:
@@ -171,10 +177,29 @@ def run_action(
         killed_at = process.kill_all(victims, signal.SIGKILL)
         lost = disk_loss.lose_disks(state, victims, killed_at, BOOKIE_DOWN_S)
         report(_names(victims), {"phase": "end", "restarted": True, **lost})
+    elif spec.action == IN_TURN:
+        result["turns"] = _wipe_in_turn(spec, target, report)
     else:
         _network_fault(spec, target, report)
     result["duration_s"] = round(time.monotonic() - started, 3)
     return result
+
+
+def _wipe_in_turn(spec: ChaosSpec, target: Target, report: Report) -> list[dict]:
+    """Each bookie of the current ledger's write quorum (chosen once, before the first wipe)
+    loses its disk in turn, the next `spec.hold_s` after the previous one came back empty;
+    each wipe is reported as a fault of its own (phase start, then end with what went)."""
+    victims = _bookies_to_hit(target, target.write_quorum)
+    turns = []
+    for turn, victim in enumerate(victims, start=1):
+        if turn > 1:
+            time.sleep(spec.hold_s)
+        report(victim.name, {**_pids([victim]), "turn": turn, "of": len(victims)})
+        killed_at = process.kill_all([victim], signal.SIGKILL)
+        lost = disk_loss.lose_disks(target.state, [victim], killed_at, BOOKIE_DOWN_S)
+        report(victim.name, {"phase": "end", "restarted": True, "turn": turn, **lost})
+        turns.append({"bookie": victim.name, **lost})
+    return turns
 
 
 def _names(specs: list[process.ProcessSpec]) -> str:

@@ -51,9 +51,9 @@ def check_quorum(action: str, state: ClusterState, config: tuple[int, int, int])
             f"--config {'-'.join(map(str, config))}: an ensemble of {e} needs as many "
             f"bookies; the cluster has {state.bookies}"
         )
-    if action == "wipe-qw-bookies-disk" and qw >= state.bookies:
+    if action.startswith("wipe-qw-bookies-disk") and qw >= state.bookies:
         raise UsageError(
-            f"chaos action wipe-qw-bookies-disk at Qw = {qw} would wipe every one of the "
+            f"chaos action {action} at Qw = {qw} would wipe every one of the "
             f"cluster's {state.bookies} bookies (the cursors' and system topics' ledgers with "
             "them): start the cluster with more bookies than the write quorum"
         )

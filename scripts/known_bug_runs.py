@@ -48,6 +48,15 @@ BUGS = {
         "fixed": ("4.0.0", "4.0.7"),
         "when_affected": {"key_violations": None},  # possible, not promised: a race
     },
+    # AutoRecovery's replication worker stopped re-replicating after its first ledger (the
+    # auditor's under-replication callback, removed by apache/bookkeeper#4058 in BookKeeper
+    # 4.16.3); reported on 3.0.0, fixed in 3.0.2 (its BookKeeper 4.16.3). With the write
+    # quorum's second disk lost later, what only the first held is gone.
+    "apache/pulsar#21987": {
+        "affected": ("3.0.0",),
+        "fixed": ("3.0.2",),
+        "when_affected": {"acked_loss": True},
+    },
 }
 
 

@@ -270,7 +270,9 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
     p.add_argument("--rate", type=float, metavar="MSG/S", help="pace the sends (default: as "
                    "fast as --in-flight allows; chaos runs with a fault: 250/s)")  # fmt: skip
     p.add_argument("--hold-s", type=float, default=DEFAULT_HOLD_S, metavar="S",
-                   help="how long a network fault holds before the links heal")  # fmt: skip
+                   help="how long a network fault holds before the links heal; "
+                   "wipe-qw-bookies-disk-in-turn: how long after one bookie came back empty "
+                   "the next one is wiped (AutoRecovery's time to re-replicate)")  # fmt: skip
     p.add_argument("--columnar", action="store_true", help="rewrite the trace as Parquet (the "
                    "format's columnar form) when the run ends")  # fmt: skip
 
