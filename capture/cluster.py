@@ -28,16 +28,6 @@ from pulsar_audit.paths import cache_dir
 log = logging.getLogger(__name__)
 
 
-# --skip-lost-data: the brokers skip entries no bookie has any more; and retry a failed read
-# at once. Before the lost ledger was skipped whole (Pulsar 3.0.0/3.0.2 skip one failed read's
-# entries, one entry at a time after a failure), the dispatcher's backoff (15 s, up to 60 s,
-# a failure) left a reader of a hole of ~900 entries without a message for hours.
-SKIP_LOST_DATA = {
-    "autoSkipNonRecoverableData": "true",
-    "dispatcherReadFailureBackoffInitialTimeInMs": "10",
-    "dispatcherReadFailureBackoffMaxTimeInMs": "10",
-}
-
 
 def default_workdir() -> Path:
     return cache_dir() / "pulsar" / "run"
@@ -108,7 +98,7 @@ def up(
             broker_session_expired=session_expired,
         )
         try:
-            settings = SKIP_LOST_DATA if skip_lost_data else {}
+            settings = {"autoSkipNonRecoverableData": "true"} if skip_lost_data else {}
             state = start_multi(
                 workdir, brokers, bookies, network, timeouts, load_manager, autorecovery, settings
             )
