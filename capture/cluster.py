@@ -28,7 +28,6 @@ from pulsar_audit.paths import cache_dir
 log = logging.getLogger(__name__)
 
 
-
 def default_workdir() -> Path:
     return cache_dir() / "pulsar" / "run"
 
