@@ -194,7 +194,8 @@ def _wipe_in_turn(spec: ChaosSpec, target: Target, report: Report) -> list[dict]
     for turn, victim in enumerate(victims, start=1):
         if turn > 1:
             time.sleep(spec.hold_s)
-        report(victim.name, {**_pids([victim]), "turn": turn, "of": len(victims)})
+        details = {"turn": turn, "of": len(victims), "hold_s": spec.hold_s}
+        report(victim.name, {**_pids([victim]), **details})
         killed_at = process.kill_all([victim], signal.SIGKILL)
         lost = disk_loss.lose_disks(target.state, [victim], killed_at, BOOKIE_DOWN_S)
         report(victim.name, {"phase": "end", "restarted": True, "turn": turn, **lost})
