@@ -11,7 +11,7 @@ from pulsar_audit.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
-from known_bug_runs import expected  # noqa: E402
+from known_bug_runs import expected, found_labels  # noqa: E402
 
 
 def test_autorecovery_bug_loses_the_second_disk_only_on_its_affected_release() -> None:
@@ -32,3 +32,12 @@ def test_the_earlier_bugs_keep_their_labels() -> None:
         "release_affected": False,
         "key_violations": 0,
     }
+
+
+def test_found_labels_of_a_reader_that_stopped_short_are_unknown() -> None:
+    assert found_labels({}) == {"acked_loss": False, "duplicates": False}
+    assert found_labels({"valid": "false", "lost": 3}) == {"acked_loss": True, "duplicates": False}
+    # stuck at the first lost entry (3.0.0 does not skip it): neither can be told
+    stuck = {"valid": "unknown", "lost": 0, "unseen": 3000, "duplicated": 0}
+    assert found_labels(stuck) == {"acked_loss": None, "duplicates": None}
+    assert found_labels({**stuck, "duplicated": 2}) == {"acked_loss": None, "duplicates": True}
