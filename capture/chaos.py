@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from capture import disk_loss, process
 from capture.admin import Admin, TopicName
@@ -178,29 +179,22 @@ def run_action(
         lost = disk_loss.lose_disks(state, victims, killed_at, BOOKIE_DOWN_S)
         report(_names(victims), {"phase": "end", "restarted": True, **lost})
     elif spec.action == IN_TURN:
-        result["turns"] = _wipe_in_turn(spec, target, report)
+        victims = _bookies_to_hit(target, write_quorum)
+        result["turns"] = disk_loss.lose_in_turn(
+            state, victims, spec.hold_s, BOOKIE_DOWN_S, report, partial(_reload, target)
+        )
     else:
         _network_fault(spec, target, report)
     result["duration_s"] = round(time.monotonic() - started, 3)
     return result
 
 
-def _wipe_in_turn(spec: ChaosSpec, target: Target, report: Report) -> list[dict]:
-    """Each bookie of the current ledger's write quorum (chosen once, before the first wipe)
-    loses its disk in turn, the next `spec.hold_s` after the previous one came back empty;
-    each wipe is reported as a fault of its own (phase start, then end with what went)."""
-    victims = _bookies_to_hit(target, target.write_quorum)
-    turns = []
-    for turn, victim in enumerate(victims, start=1):
-        if turn > 1:
-            time.sleep(spec.hold_s)
-        details = {"turn": turn, "of": len(victims), "hold_s": spec.hold_s}
-        report(victim.name, {**_pids([victim]), **details})
-        killed_at = process.kill_all([victim], signal.SIGKILL)
-        lost = disk_loss.lose_disks(target.state, [victim], killed_at, BOOKIE_DOWN_S)
-        report(victim.name, {"phase": "end", "restarted": True, "turn": turn, **lost})
-        turns.append({"bookie": victim.name, **lost})
-    return turns
+def _reload(target: Target) -> str:
+    """Unload the topic's bundle: the broker closes the ledger it writes, and reads it later
+    through a new handle (with the ensembles AutoRecovery rewrote, not the writer's)."""
+    bundle = target.admin.bundle_of(target.topic)
+    target.admin.unload_bundle(target.topic, bundle)
+    return bundle
 
 
 def _names(specs: list[process.ProcessSpec]) -> str:
