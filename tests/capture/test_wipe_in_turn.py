@@ -1,6 +1,7 @@
 """The write quorum's disks lost one after the other (issue 27 item 3, apache/pulsar#21987),
 without a cluster: the action's parsing, its scenario, what it refuses, the short auditor
-checks of the AutoRecovery configuration, and the fault kind a model sees."""
+checks of the AutoRecovery configuration, the brokers' ledger rollover, and the fault kind a
+model sees."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from capture import multi
+from capture.cluster import rollover_settings
 from capture.chaos import IN_TURN, ChaosSpec, check_possible
 from capture.disk_loss import conf_of
 from capture.processes import ClusterState
@@ -53,3 +55,12 @@ def test_autorecovery_configuration_has_short_auditor_checks(tmp_path: Path) -> 
 def test_in_turn_is_a_disk_wipe_to_the_models() -> None:
     assert FAULT_KINDS[IN_TURN] == "kill-bookie"
     assert IN_TURN in DISK_WIPES
+
+
+def test_ledger_entries_roll_a_ledger_at_once_and_nothing_by_default() -> None:
+    assert rollover_settings(0) == {}
+    # without the minimum time at 0 a ledger would not roll before 10 minutes, whatever N
+    assert rollover_settings(100) == {
+        "managedLedgerMaxEntriesPerLedger": "100",
+        "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+    }
