@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from capture import multi
-from capture.cluster import rollover_settings
 from capture.chaos import IN_TURN, ChaosSpec, check_possible
+from capture.cluster import rollover_settings
 from capture.disk_loss import conf_of
 from capture.processes import ClusterState
 from capture.scenarios import SCENARIOS, parse_scenario
