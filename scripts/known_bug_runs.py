@@ -109,8 +109,9 @@ def found_labels(reader: dict) -> dict:
 
 def _as_chaos_result(run_dir: Path, analyzed: Path) -> Path:
     """What `chaos run --json` prints for `run_dir`: its capture and the analyze of it."""
-    result = {**json.loads(analyzed.read_text()), "capture": json.loads(
-        (run_dir / "capture.json").read_text())}  # fmt: skip
+    captured = json.loads((run_dir / "capture.json").read_text())
+    captured["out"] = str(run_dir)  # where the run is now (it may have moved since)
+    result = {**json.loads(analyzed.read_text()), "capture": captured}
     path = Path(tempfile.mkdtemp()) / f"{run_dir.name}.json"
     path.write_text(json.dumps(result))
     return path
