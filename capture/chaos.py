@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from capture import disk_loss, process
 from capture.admin import Admin, TopicName
@@ -39,6 +40,7 @@ ACTIONS = (
     "lossy-broker-bookies",
     "wipe-bookie-disk",
     "wipe-qw-bookies-disk",
+    "wipe-qw-bookies-disk-in-turn",
 )
 NEEDS_MULTI = ACTIONS[2:]
 NEEDS_NETNS = (
@@ -51,6 +53,10 @@ NEEDS_NETNS = (
 READ_WHILE_DOWN = ("kill-qw-bookies",)
 # Disk loss (disk_loss.py): bookies killed, their directories and cookies deleted, restarted empty.
 WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk")
+# The Qw bookies of the current ledger lose their disks one after the other, `hold_s` apart:
+# the time AutoRecovery has to copy what the first one held before the next copy goes too
+# (apache/pulsar#21987: a replication worker that never re-replicated).
+IN_TURN = "wipe-qw-bookies-disk-in-turn"
 # How long a killed or stopped bookie stays down before its restart: longer than its ZooKeeper
 # session (BookKeeper's zkTimeout, 10 s by default), or the restarted bookie finds its old
 # registration still there and shuts down (LockBusyException), leaving the cluster a bookie short.
@@ -67,7 +73,8 @@ class ChaosSpec:
     action: str
     at_ack: int
     count: int = 1  # kill-bookies:N
-    hold_s: float = DEFAULT_HOLD_S  # network faults: how long the link stays cut
+    hold_s: float = DEFAULT_HOLD_S  # network faults: how long the link stays cut; IN_TURN:
+    # how long after one bookie came back empty the next one is wiped
 
     @classmethod
     def parse(cls, text: str, hold_s: float = DEFAULT_HOLD_S) -> ChaosSpec:
@@ -171,10 +178,23 @@ def run_action(
         killed_at = process.kill_all(victims, signal.SIGKILL)
         lost = disk_loss.lose_disks(state, victims, killed_at, BOOKIE_DOWN_S)
         report(_names(victims), {"phase": "end", "restarted": True, **lost})
+    elif spec.action == IN_TURN:
+        victims = _bookies_to_hit(target, write_quorum)
+        result["turns"] = disk_loss.lose_in_turn(
+            state, victims, spec.hold_s, BOOKIE_DOWN_S, report, partial(_reload, target)
+        )
     else:
         _network_fault(spec, target, report)
     result["duration_s"] = round(time.monotonic() - started, 3)
     return result
+
+
+def _reload(target: Target) -> str:
+    """Unload the topic's bundle: the broker closes the ledger it writes, and reads it later
+    through a new handle (with the ensembles AutoRecovery rewrote, not the writer's)."""
+    bundle = target.admin.bundle_of(target.topic)
+    target.admin.unload_bundle(target.topic, bundle)
+    return bundle
 
 
 def _names(specs: list[process.ProcessSpec]) -> str:

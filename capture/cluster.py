@@ -40,6 +40,16 @@ def running(workdir: Path) -> ClusterState | None:
     return None
 
 
+def rollover_settings(ledger_entries: int) -> dict[str, str]:
+    """The brokers' settings that roll a ledger at `ledger_entries` entries (none for 0)."""
+    if not ledger_entries:
+        return {}
+    return {
+        "managedLedgerMaxEntriesPerLedger": str(ledger_entries),
+        "managedLedgerMinLedgerRolloverTimeMinutes": "0",
+    }
+
+
 def up(
     workdir: Path | None = None,
     brokers: int = 1,
@@ -50,6 +60,7 @@ def up(
     session_expired: str = "reconnect",
     autorecovery: bool = False,
     skip_lost_data: bool = False,
+    ledger_entries: int = 0,
 ) -> ClusterState:
     """Start a cluster in `workdir` (standalone when 1 broker and 1 bookie and nothing else is
     asked for), or return the one already running there if it has the same shape.
@@ -61,18 +72,24 @@ def up(
     (Pulsar 4.0's default) or "shutdown" (it halts, as Pulsar 2.x brokers did); autorecovery:
     BookKeeper's AutoRecovery (auditor and replication worker) runs as a process of its own;
     skip_lost_data: the brokers skip entries no bookie has any more (autoSkipNonRecoverableData)
-    instead of failing the reads, so that a reader can reach the end after a loss."""
+    instead of failing the reads, so that a reader can reach the end after a loss;
+    ledger_entries: a topic's ledger rolls over at this many entries, at once (0: Pulsar's
+    50,000 entries, not before 10 minutes), so that a short run writes many ledgers."""
     workdir = Path(workdir or default_workdir()).resolve()
     current = running(workdir)
     if current:
         shape = (current.brokers, current.bookies, current.network is not None)
         shape += (current.session_expired, current.autorecovery, current.skip_lost_data)
-        if shape != (brokers, bookies, netns, session_expired, autorecovery, skip_lost_data):
+        shape += (current.ledger_entries,)
+        wanted = (brokers, bookies, netns, session_expired, autorecovery, skip_lost_data)
+        if shape != (*wanted, ledger_entries):
             raise SetupError(
                 f"a {current.kind} with {current.brokers} broker(s) and {current.bookies} "
                 f"bookie(s){' (netns)' if current.network else ''}"
                 f"{' and AutoRecovery' if current.autorecovery else ''}"
-                f"{' skipping lost data' if current.skip_lost_data else ''} whose brokers "
+                f"{' skipping lost data' if current.skip_lost_data else ''}"
+                f"{f' rolling ledgers at {current.ledger_entries}' * bool(current.ledger_entries)}"
+                " whose brokers "
                 f"{current.session_expired} on session expiry already runs in {workdir}; "
                 "`pulsar-audit cluster down` first"
             )
@@ -84,7 +101,7 @@ def up(
     started = time.time()
     multi = (brokers, bookies, netns, load_manager, autorecovery, skip_lost_data) != (
         1, 1, False, "modular", False, False,
-    )  # fmt: skip
+    ) or bool(ledger_entries)  # fmt: skip
     if not multi:
         state = _start_standalone(workdir)
     else:
@@ -98,6 +115,7 @@ def up(
         )
         try:
             settings = {"autoSkipNonRecoverableData": "true"} if skip_lost_data else {}
+            settings |= rollover_settings(ledger_entries)
             state = start_multi(
                 workdir, brokers, bookies, network, timeouts, load_manager, autorecovery, settings
             )
@@ -106,7 +124,7 @@ def up(
                 network.teardown()
             raise
     state.load_manager, state.session_expired = load_manager, session_expired
-    state.skip_lost_data = skip_lost_data
+    state.skip_lost_data, state.ledger_entries = skip_lost_data, ledger_entries
     state.started_at, state.startup_s = started, round(time.time() - started, 2)
     save_state(state)
     return state

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 import shutil
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,9 +53,9 @@ def check_quorum(action: str, state: ClusterState, config: tuple[int, int, int])
             f"--config {'-'.join(map(str, config))}: an ensemble of {e} needs as many "
             f"bookies; the cluster has {state.bookies}"
         )
-    if action == "wipe-qw-bookies-disk" and qw >= state.bookies:
+    if action.startswith("wipe-qw-bookies-disk") and qw >= state.bookies:
         raise UsageError(
-            f"chaos action wipe-qw-bookies-disk at Qw = {qw} would wipe every one of the "
+            f"chaos action {action} at Qw = {qw} would wipe every one of the "
             f"cluster's {state.bookies} bookies (the cursors' and system topics' ledgers with "
             "them): start the cluster with more bookies than the write quorum"
         )
@@ -152,3 +154,34 @@ def lose_disks(
 
 def _since(started: float) -> float:
     return round(time.monotonic() - started, 2)
+
+
+def lose_in_turn(  # noqa: PLR0913
+    state: ClusterState,
+    victims: list[ProcessSpec],
+    hold_s: float,
+    down_s: float,
+    report: Callable[[str, dict], None],
+    reload: Callable[[], str],
+) -> list[dict]:
+    """Each of `victims` (the write quorum of the topic's current ledger, chosen before the
+    first wipe) loses its disk in turn (down `down_s` each), the next `hold_s` after the
+    previous one came back empty: AutoRecovery's time to copy what the first held. Each wipe
+    is a fault of its own (phase start, then end with what went); after the last, `reload`
+    (the topic's bundle unloaded, named in the last end event): the broker's own handle of
+    the ledger it was writing keeps the ensembles it wrote with (on 3.0.2 a reader of that
+    open ledger was sent to the two wiped bookies while the re-replicated copy sat on the
+    third); a handle opened after the reload has the ensembles AutoRecovery rewrote."""
+    turns = []
+    for turn, victim in enumerate(victims, start=1):
+        if turn > 1:
+            time.sleep(hold_s)
+        details = {"turn": turn, "of": len(victims), "hold_s": hold_s}
+        report(victim.name, {"pid": victim.pid, "host": victim.host, **details})
+        killed_at = process.kill_all([victim], signal.SIGKILL)
+        lost = lose_disks(state, [victim], killed_at, down_s)
+        if turn == len(victims):
+            lost["reloaded"] = reload()
+        report(victim.name, {"phase": "end", "restarted": True, "turn": turn, **lost})
+        turns.append({"bookie": victim.name, **lost})
+    return turns

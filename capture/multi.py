@@ -151,6 +151,12 @@ def start_multi(
     return state
 
 
+# The auditor's periodic checks, in seconds, short (BookKeeper's defaults: every ledger once a
+# week, the bookies once a day): a ledger whose bookie came back empty under its old id before
+# the auditor saw it gone is still found (by reading its fragments) within a run.
+AUDITOR_CHECKS_S = {"auditorPeriodicCheckInterval": 30, "auditorPeriodicBookieCheckInterval": 30}
+
+
 def _autorecovery(workdir: Path, port: int, zk_port: int, zk_host: str, timeouts, place):  # noqa: ANN001, ANN202
     """AutoRecoveryMain (`bin/pulsar autorecovery`) with a bookie's configuration of its own:
     its address is its id as auditor candidate and replication worker; it stores nothing."""
@@ -160,6 +166,8 @@ def _autorecovery(workdir: Path, port: int, zk_port: int, zk_host: str, timeouts
         data_dir=workdir / "data" / "autorecovery", host=spec.host, zk_host=zk_host,
         session_ms=timeouts.bookie_session_ms, interface=INNER_IF if spec.netns else "lo",
     )  # fmt: skip
+    with path.open("a") as conf:
+        conf.writelines(f"{key}={value}\n" for key, value in AUDITOR_CHECKS_S.items())
     spec.argv += ["--conf", str(path)]
     return spec
 

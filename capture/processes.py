@@ -42,6 +42,7 @@ class ClusterState:
     # the brokers' autoSkipNonRecoverableData: a read of entries no bookie has any more skips
     # them (as an operator sets it to unblock consumers after a loss) instead of failing
     skip_lost_data: bool = False
+    ledger_entries: int = 0  # the brokers roll a topic's ledger at this many entries (0: default)
 
     @property
     def autorecovery(self) -> bool:

@@ -22,6 +22,8 @@ SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
     # disk loss: one broker (the broker is not the fault); a spare bookie beside the ensemble
     "wipe-bookie-disk": (1, 4, "3-2-2"),
     "wipe-qw-bookies-disk": (1, 3, "2-2-1"),
+    # the two bookies of E = Qw = Qa = 2 one after the other, the third there to copy to
+    "wipe-qw-bookies-disk-in-turn": (1, 3, "2-2-2"),
 }
 # Scenarios whose fault is on the consumers' side (no action on the cluster): what each sets
 # unless given, and the live consumers they run with unless given (issue 26 item 4).

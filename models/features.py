@@ -28,6 +28,7 @@ FAULT_KINDS = {
     # a bookie killed and restarted with its journal and ledgers deleted: down, then back empty
     "wipe-bookie-disk": "kill-bookie",
     "wipe-qw-bookies-disk": "kill-bookie",
+    "wipe-qw-bookies-disk-in-turn": "kill-bookie",
     "isolate-bookie": "isolate-bookie",
     "isolate-bookie-from-zk": "isolate-bookie",
     "partition-broker-from-bookies": "partition-broker-from-bookies",
@@ -35,7 +36,7 @@ FAULT_KINDS = {
 }
 NO_FAULT, OTHER_FAULT = "none", "other"
 # Actions whose bookies come back without their copies: their data did not survive.
-DISK_WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk")
+DISK_WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk", "wipe-qw-bookies-disk-in-turn")
 # Kinds whose targets are bookies taken down (their copies unreachable until they return).
 BOOKIES_DOWN = ("kill-bookie",)
 # Kinds whose targets are brokers that stop serving (unload and transfer move a bundle only).

@@ -8,6 +8,8 @@ several runs: one Spark session instead of one per run),
 
     .venv/bin/python scripts/known_bug_runs.py RUN_DIR [...] --analyzed ANALYZE.json --bug ...
 
+(`--autorecovery`, `--skip-lost-data`: the cluster was started so, which the trace does not say.)
+
 Each run is packed as `scripts/keyshared_runs.py` packs one (the archive of `real_runs.py
 finish`, the trace whole, the run's own analyze kept: no second one) and its manifest row is
 appended (manifest.jsonl merges as a union of lines) with `series: "issue-27-item-3"`, the
@@ -48,6 +50,15 @@ BUGS = {
         "fixed": ("4.0.0", "4.0.7"),
         "when_affected": {"key_violations": None},  # possible, not promised: a race
     },
+    # AutoRecovery's replication worker stopped re-replicating after its first ledger (the
+    # auditor's under-replication callback, removed by apache/bookkeeper#4058 in BookKeeper
+    # 4.16.3); reported on 3.0.0, fixed in 3.0.2 (its BookKeeper 4.16.3). With the write
+    # quorum's second disk lost later, what only the first held is gone.
+    "apache/pulsar#21987": {
+        "affected": ("3.0.0",),
+        "fixed": ("3.0.2",),
+        "when_affected": {"acked_loss": True},
+    },
 }
 
 
@@ -62,7 +73,9 @@ def expected(bug: str, release: str) -> dict:
     raise SystemExit(f"{bug}: release {release} is neither affected nor fixed in its thread")
 
 
-def keep(result_path: Path, bug: str, release: str, out: Path) -> dict:
+def keep(result_path: Path, bug: str, release: str, out: Path, cluster: dict | None = None) -> dict:
+    """Pack one run and its manifest row; cluster: how the cluster was started (`cluster up`
+    options the trace does not record), kept in the row as given."""
     captured, summary, setup, row = pack_result(result_path, release, out)
     reader = summary["runs"][-1] if summary["runs"] else {}
     row.update(
@@ -70,12 +83,12 @@ def keep(result_path: Path, bug: str, release: str, out: Path) -> dict:
         bug=bug,
         seed=None,  # a real run
         **{key: setup.get(key) for key in SETUP},
+        **(cluster or {}),
         expected=expected(bug, release),
         found={
             **{k: reader.get(k) for k in COUNTS},
             "valid": reader.get("valid"),
-            "acked_loss": bool(reader.get("lost")),
-            "duplicates": bool(reader.get("duplicated")),
+            **found_labels(reader),
             "key_violations": sum(reader.get(k) or 0 for k in KEY_KINDS),
             "reached_end": captured["consume"].get("reached_end"),
         },
@@ -83,10 +96,22 @@ def keep(result_path: Path, bug: str, release: str, out: Path) -> dict:
     return row
 
 
+def found_labels(reader: dict) -> dict:
+    """acked_loss and duplicates as the reader saw them; a reader that stopped short (verdict
+    unknown) cannot tell either, unless it saw it (a loss skipped, a message twice)."""
+    stopped_short = reader.get("valid") == "unknown"
+    lost, duplicated = bool(reader.get("lost")), bool(reader.get("duplicated"))
+    return {
+        "acked_loss": None if stopped_short and not lost else lost,
+        "duplicates": None if stopped_short and not duplicated else duplicated,
+    }
+
+
 def _as_chaos_result(run_dir: Path, analyzed: Path) -> Path:
     """What `chaos run --json` prints for `run_dir`: its capture and the analyze of it."""
-    result = {**json.loads(analyzed.read_text()), "capture": json.loads(
-        (run_dir / "capture.json").read_text())}  # fmt: skip
+    captured = json.loads((run_dir / "capture.json").read_text())
+    captured["out"] = str(run_dir)  # where the run is now (it may have moved since)
+    result = {**json.loads(analyzed.read_text()), "capture": captured}
     path = Path(tempfile.mkdtemp()) / f"{run_dir.name}.json"
     path.write_text(json.dumps(result))
     return path
@@ -99,14 +124,19 @@ def main() -> None:
     parser.add_argument("--release", required=True, help="the Pulsar release the runs ran on")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "real-runs")
     parser.add_argument("--analyzed", type=Path, help="`analyze --json` of the RUN_DIRs given")
+    parser.add_argument("--autorecovery", action="store_true", help="the cluster ran it")
+    parser.add_argument("--skip-lost-data", action="store_true", help="the brokers skipped")
     args = parser.parse_args()
+    cluster = None
+    if args.autorecovery or args.skip_lost_data:
+        cluster = {"autorecovery": args.autorecovery, "skip_lost_data": args.skip_lost_data}
     if args.analyzed:
         args.results = [_as_chaos_result(run, args.analyzed) for run in args.results]
     manifest = args.out / "manifest.jsonl"
     kept = {json.loads(line)["run_id"] for line in manifest.read_text().splitlines() if line}
     with manifest.open("a") as rows:
         for path in args.results:
-            row = keep(path, args.bug, args.release, args.out)
+            row = keep(path, args.bug, args.release, args.out, cluster)
             if row["run_id"] not in kept:
                 rows.write(json.dumps(row, default=str) + "\n")
             found = row["found"]

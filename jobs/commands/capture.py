@@ -43,7 +43,7 @@ def cmd_cluster(ctx: Context) -> int:
         cluster.up(
             workdir, ctx.args.brokers, ctx.args.bookies, ctx.args.netns, session_ms,
             ctx.args.load_manager, ctx.args.session_expired, ctx.args.autorecovery,
-            ctx.args.skip_lost_data,
+            ctx.args.skip_lost_data, ctx.args.ledger_entries,
         )  # fmt: skip
     if action == "down":
         stopped = cluster.down(workdir)
@@ -196,6 +196,7 @@ def cmd_chaos_run(ctx: Context) -> int:
             workdir, args.brokers or brokers, args.bookies or bookies, netns,
             NETNS_SESSION_MS if netns else None, session_expired=args.session_expired,
             autorecovery=args.autorecovery, skip_lost_data=args.skip_lost_data,
+            ledger_entries=args.ledger_entries,
         )  # fmt: skip
     try:
         captured = capture(_capture_options(ctx, state, label), state)
@@ -270,7 +271,9 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
     p.add_argument("--rate", type=float, metavar="MSG/S", help="pace the sends (default: as "
                    "fast as --in-flight allows; chaos runs with a fault: 250/s)")  # fmt: skip
     p.add_argument("--hold-s", type=float, default=DEFAULT_HOLD_S, metavar="S",
-                   help="how long a network fault holds before the links heal")  # fmt: skip
+                   help="how long a network fault holds before the links heal; "
+                   "wipe-qw-bookies-disk-in-turn: how long after one bookie came back empty "
+                   "the next one is wiped (AutoRecovery's time to re-replicate)")  # fmt: skip
     p.add_argument("--columnar", action="store_true", help="rewrite the trace as Parquet (the "
                    "format's columnar form) when the run ends")  # fmt: skip
 
@@ -335,6 +338,9 @@ def _autorecovery_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-lost-data", action="store_true", help="the brokers skip entries no "
                    "bookie has any more (autoSkipNonRecoverableData) instead of failing reads"
                    )  # fmt: skip
+    p.add_argument("--ledger-entries", type=int, default=0, metavar="N", help="the brokers roll "
+                   "a topic's ledger every N entries, at once (default: Pulsar's 50,000, not "
+                   "before 10 minutes), so that a short run writes many ledgers")  # fmt: skip
 
 
 def cmd_zk_capture(ctx: Context) -> int:
