@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from keyshared_runs import COUNTS, keep_all, pack_result  # noqa: E402
+from keyshared_runs import COUNTS, found_labels, keep_all, pack_result  # noqa: E402
 
 from pulsar_audit.paths import REPO_ROOT  # noqa: E402
 
@@ -102,8 +102,7 @@ def keep(
         found={
             **{k: reader.get(k) for k in COUNTS},
             "valid": reader.get("valid"),
-            "duplicates": bool(reader.get("duplicated")),
-            "acked_loss": bool(reader.get("lost")),
+            **found_labels(reader),
             "dropped_resends": _dropped_resends(run_dir),
             "reader_reaches_end": captured["consume"].get("reached_end"),
         },

@@ -47,6 +47,17 @@ def expected(setup: dict, release: str) -> dict:
     }
 
 
+def found_labels(reader: dict) -> dict:
+    """acked_loss and duplicates as the reader saw them; a reader that stopped short (verdict
+    unknown) cannot tell either, unless it saw it (a loss skipped, a message twice)."""
+    stopped_short = reader.get("valid") == "unknown"
+    lost, duplicated = bool(reader.get("lost")), bool(reader.get("duplicated"))
+    return {
+        "acked_loss": None if stopped_short and not lost else lost,
+        "duplicates": None if stopped_short and not duplicated else duplicated,
+    }
+
+
 def pack_result(result_path: Path | dict, release: str, out: Path) -> tuple[dict, dict, dict, dict]:
     """Pack the run of one `chaos run --json` result (its file, or the result itself) into
     `out`, the trace whole: (its capture, its analyze, its config event, its manifest row

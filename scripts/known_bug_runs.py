@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from keyshared_runs import COUNTS, KEY_KINDS, pack_result  # noqa: E402
+from keyshared_runs import COUNTS, KEY_KINDS, found_labels, pack_result  # noqa: E402
 
 from pulsar_audit.paths import REPO_ROOT  # noqa: E402
 
@@ -94,17 +94,6 @@ def keep(result_path: Path, bug: str, release: str, out: Path, cluster: dict | N
         },
     )
     return row
-
-
-def found_labels(reader: dict) -> dict:
-    """acked_loss and duplicates as the reader saw them; a reader that stopped short (verdict
-    unknown) cannot tell either, unless it saw it (a loss skipped, a message twice)."""
-    stopped_short = reader.get("valid") == "unknown"
-    lost, duplicated = bool(reader.get("lost")), bool(reader.get("duplicated"))
-    return {
-        "acked_loss": None if stopped_short and not lost else lost,
-        "duplicates": None if stopped_short and not duplicated else duplicated,
-    }
 
 
 def _as_chaos_result(run_dir: Path, analyzed: Path) -> Path:

@@ -5,12 +5,16 @@ manifest records them (what `analyze` put in gold for the run), through models.f
 from __future__ import annotations
 
 import json
+import sys
 
 from test_features import SCHEMAS, _row
 
 from models.features import run_outcomes
 from pulsar_audit.paths import REPO_ROOT
 from pulsar_audit.schemas import RUN_SUMMARY
+
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+from keyshared_runs import found_labels  # noqa: E402
 
 MANIFEST = REPO_ROOT / "data" / "real-runs" / "manifest.jsonl"
 COUNTS = ("sent", "acked", "nacked", "received", "lost", "unseen", "duplicated", "poll_skip")
@@ -164,5 +168,21 @@ def test_the_real_positives_of_issue_27_get_their_labels(spark) -> None:
     chosen = [*EXPECTED, *STUCK_BEFORE]
     got = _outcomes(spark, [row for k in chosen for row in _summary_rows(runs[k])])
     assert got == {**EXPECTED, **dict.fromkeys(STUCK_BEFORE, (None, None))}
-    # its reader's verdict is unknown (the data set's `found` still says acked_loss false)
+    # its reader's verdict is unknown, and the data set's `found` says so (null, not false)
     assert runs["capture-20261126T065409-283e"]["readers"][0]["valid"] == "unknown"
+    assert runs["capture-20261126T065409-283e"]["found"]["acked_loss"] is None
+
+
+def test_every_found_label_of_the_data_set_is_what_its_reader_saw() -> None:
+    """The manifest's `found` acked_loss/duplicates: a reader that stopped short cannot
+    tell (null), unless it saw it; rows packed before the rule included."""
+    runs = _manifest_runs()
+    found = {k: r["found"] for k, r in runs.items() if "acked_loss" in (r.get("found") or {})}
+    assert len(found) >= 60
+    wrong = {
+        k: (f["acked_loss"], f["duplicates"])
+        for k, f in found.items()
+        if {"acked_loss": f["acked_loss"], "duplicates": f["duplicates"]}
+        != found_labels(runs[k]["readers"][-1])
+    }
+    assert wrong == {}
