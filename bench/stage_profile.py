@@ -27,7 +27,8 @@ from typing import Any
 STAGE_PROPERTY = "pulsar_audit.stage"
 STEP_PROPERTY = "pulsar_audit.step"  # inside a stage: the table a job computes or writes
 OUTSIDE = "(outside a stage)"
-STAGE_LINE = re.compile(r"^(\S+ \S+),(\d{3}) INFO jobs\.analyze: stage (.+): ([0-9.]+) s$")
+# a job's `-v` line at a stage's end (jobs/stages.py; analyze's stages were once its own)
+STAGE_LINE = re.compile(r"^(\S+ \S+),(\d{3}) INFO jobs\.\w+: stage (.+): ([0-9.]+) s$")
 COMPRESSED_SUFFIXES = (".zstd", ".lz4", ".lzf", ".snappy")
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 APP_END = "SparkListenerApplicationEnd"
@@ -82,12 +83,24 @@ class Execution:
 
 
 @dataclass
+class Job:
+    """One Spark job: the stage it ran in, when it was submitted and ended (epoch ms), the
+    executor CPU of its tasks."""
+
+    stage: str
+    start: int
+    end: int | None = None
+    cpu_ns: int = 0
+
+
+@dataclass
 class EventLog:
     stages: dict[str, StageFigures]
     executions: dict[int, Execution]
     window: tuple[int, int] | None  # the application's start and end, epoch ms
     # (stage, step) → the figures of the jobs tagged with that step (pulsar_audit.spark_step)
     steps: dict[tuple[str, str], StageFigures] = field(default_factory=dict)
+    jobs: dict[int, Job] = field(default_factory=dict)  # by Spark's job id
 
 
 def _refuse_compressed(path: Path) -> None:
@@ -113,6 +126,8 @@ def read_events(path: Path) -> EventLog:
     steps: dict[tuple[str, str], StageFigures] = defaultdict(StageFigures)
     step_of: dict[int, tuple[str, str]] = {}  # Spark's stage id → (our stage, its step)
     step_started: dict[int, tuple[str, str]] = {}  # job id → (our stage, its step)
+    jobs: dict[int, Job] = {}
+    job_of: dict[int, int] = {}  # Spark's stage id → its job's id
     with open(path, encoding="utf-8") as events:
         for line in filter(str.strip, events):
             event = json.loads(line)
@@ -124,9 +139,11 @@ def read_events(path: Path) -> EventLog:
                 if root is not None and int(root) in executions:
                     executions[int(root)].stage = name
                 started[event["Job ID"]] = name, event["Submission Time"]
+                jobs[event["Job ID"]] = Job(name, event["Submission Time"])
                 step = properties.get(STEP_PROPERTY)
                 for stage_id in event.get("Stage IDs", []):
                     spark_stage_of[stage_id] = name
+                    job_of[stage_id] = event["Job ID"]
                     if step:
                         step_of[stage_id] = (name, step)
                 stages[name].jobs += 1
@@ -136,12 +153,16 @@ def read_events(path: Path) -> EventLog:
             elif kind == "SparkListenerJobEnd" and event["Job ID"] in started:
                 name, at = started[event["Job ID"]]
                 stages[name].intervals.append((at, event["Completion Time"]))
+                jobs[event["Job ID"]].end = event["Completion Time"]
                 if event["Job ID"] in step_started:
                     steps[step_started[event["Job ID"]]].intervals.append(
                         (at, event["Completion Time"])
                     )
             elif kind == "SparkListenerTaskEnd":
                 _add_task(stages[spark_stage_of.get(event["Stage ID"], OUTSIDE)], event)
+                if event["Stage ID"] in job_of:
+                    job = jobs[job_of[event["Stage ID"]]]
+                    job.cpu_ns += (event.get("Task Metrics") or {}).get("Executor CPU Time", 0)
                 if event["Stage ID"] in step_of:
                     _add_task(steps[step_of[event["Stage ID"]]], event)
             elif kind.endswith("SQLExecutionStart"):
@@ -153,7 +174,7 @@ def read_events(path: Path) -> EventLog:
             elif kind in ("SparkListenerApplicationStart", APP_END):
                 app[kind] = event["Timestamp"]
     window = (app.get("SparkListenerApplicationStart", 0), app.get(APP_END, 2**62))
-    return EventLog(stages, executions, window if app else None, dict(steps))
+    return EventLog(stages, executions, window if app else None, dict(steps), jobs)
 
 
 def _add_task(figures: StageFigures, event: dict[str, Any]) -> None:
@@ -205,17 +226,26 @@ def place_commits(log: EventLog, made: list[tuple[str, int]]) -> None:
         log.stages[owner].commits += 1
 
 
-def read_stage_walls(stderr: Path, stages: dict[str, StageFigures]) -> None:
-    """Each stage's wall seconds and when it ran, from its `stage NAME: S s` line (logged at
-    its end, in local time)."""
+def stage_runs(stderr: Path) -> list[tuple[str, float, tuple[int, int]]]:
+    """(name, wall seconds, (start, end) in epoch ms) of each stage a job's `-v` log shows,
+    in the order they ended, from its `stage NAME: S s` line (logged at its end, in local
+    time)."""
+    runs = []
     for line in stderr.read_text(encoding="utf-8", errors="replace").splitlines():
         match = STAGE_LINE.match(line)
         if match:
             stamp, ms, name, wall = match.groups()
             end = int(time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S"))) * 1000 + int(ms)
-            stages[name].wall_s = float(wall)
             # the wall is rounded to 0.1 s: start up to 50 ms earlier
-            stages[name].ran = (end - int(float(wall) * 1000) - 50, end)
+            runs.append((name, float(wall), (end - int(float(wall) * 1000) - 50, end)))
+    return runs
+
+
+def read_stage_walls(stderr: Path, stages: dict[str, StageFigures]) -> None:
+    """Each stage's wall seconds and when it ran (`stage_runs`; a stage run twice: its last)."""
+    for name, wall, ran in stage_runs(stderr):
+        stages[name].wall_s = wall
+        stages[name].ran = ran
 
 
 def profile(event_log: Path, lakehouse: Path, stderr: Path | None = None) -> list[dict]:

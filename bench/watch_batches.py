@@ -15,6 +15,8 @@ the ratio, measured in the same command, is what to compare.
 --baseline: another checkout of pulsar-audit (e.g. `git archive` of an earlier commit, with
 this one's .cache linked in) whose `watch` runs first on the same landing folder, into its
 own lakehouse: before and after, beside the same analyze, in one command.
+--profile: each watch writes Spark's event log (bench/profiling.py), and its micro-batches'
+Spark jobs, their seconds and executor CPU per stage are printed (bench/watch_profile.py).
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ import sys
 import time
 from pathlib import Path
 
+from bench.profiling import profiling_conf_dir
 from bench.simulated import main as simulate
+from bench.stage_profile import event_log_file
+from bench.watch_profile import batch_profile, markdown
+from pulsar_audit.config import CONF_DIR_VAR, DEFAULT_ENV, default_conf_dir
 
 CLI = [sys.executable, "-m", "jobs.cli"]
 STAGE_LINE = re.compile(r"stage (.+?): ([\d.]+) s$", re.MULTILINE)
@@ -57,10 +63,12 @@ def cut_into_chunks(trace: Path, landing: Path, chunks: int) -> list[int]:
     return [len(lines) for lines in parts]
 
 
-def timed(command: list[str], log: Path, code: str | None = None) -> tuple[float, str]:
+def timed(
+    command: list[str], log: Path, code: str | None = None, extra_env: dict[str, str] | None = None
+) -> tuple[float, str]:
     """Run `command` (with the checkout `code` first on the path, when given: `python -m`
     puts the working folder first, so it runs there too)."""
-    env = dict(os.environ)
+    env = {**os.environ, **(extra_env or {})}
     if code:
         env["PYTHONPATH"] = os.pathsep.join([code, *filter(None, [env.get("PYTHONPATH")])])
     started = time.monotonic()
@@ -70,7 +78,7 @@ def timed(command: list[str], log: Path, code: str | None = None) -> tuple[float
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): see {log}")
-    return time.monotonic() - started, done.stderr
+    return time.monotonic() - started, done.stdout + done.stderr
 
 
 Batch = tuple[int, float, dict[str, float]]
@@ -91,11 +99,23 @@ def micro_batches(log: str) -> list[Batch]:
     return found
 
 
-def watched(work: Path, name: str, code: str | None) -> tuple[float, list[Batch]]:
-    """`watch --once` of the landing folder by the checkout `code` (None: this one)."""
+def watched(
+    work: Path, name: str, code: str | None, profile: bool = False
+) -> tuple[float, list[Batch]]:
+    """`watch --once` of the landing folder by the checkout `code` (None: this one); with
+    `profile`, Spark's event log into work/events-NAME."""
     watch = [*CLI, "watch", str(work / "landing"), "--once", "--max-files", "1", "-v"]
     watch += ["--lakehouse", str(work / f"lh-{name}")]
-    wall, log = timed(watch, work / f"{name}.log", code)
+    env = {}
+    if profile:
+        conf = Path(code) / "conf" if code else default_conf_dir()
+        events = work / f"events-{name}"
+        conf = profiling_conf_dir(conf, work / f"conf-{name}", DEFAULT_ENV, events)
+        env[CONF_DIR_VAR] = str(conf)
+    # which checkout the process really runs (the baseline once ran this one by mistake)
+    which = [sys.executable, "-c", "import jobs; print(jobs.__file__)"]
+    print(f"{name} runs {timed(which, work / f'{name}-which.log', code)[1] or '?'}".strip())
+    wall, log = timed(watch, work / f"{name}.log", code, env)
     return wall, micro_batches(log)
 
 
@@ -106,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", default="/tmp/pulsar-audit-bench-watch")
     parser.add_argument("--trace", help="a simulated trace of --messages written before")
     parser.add_argument("--baseline", metavar="CHECKOUT", help="also watch with this checkout")
+    parser.add_argument("--profile", action="store_true", help="Spark jobs per stage")
     args = parser.parse_args(argv)
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
@@ -118,7 +139,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{int(args.messages):,} messages: {len(sizes)} chunks of {sizes} events")
 
     watches = [("baseline", args.baseline)] if args.baseline else []
-    results = [(name, *watched(work, name, code)) for name, code in [*watches, ("watch", None)]]
+    results = [
+        (name, *watched(work, name, code, args.profile))
+        for name, code in [*watches, ("watch", None)]
+    ]
     analyze = [*CLI, "analyze", str(trace), "--json", "--lakehouse", str(work / "lh-analyze")]
     analyze_wall, _ = timed(analyze, work / "analyze.log")
 
@@ -133,6 +157,10 @@ def main(argv: list[str] | None = None) -> None:
             ratio = seconds / analyze_wall
             inside = ", ".join(f"{stage} {s:.1f}" for stage, s in stages.items())
             print(f"  micro-batch {number}: {seconds:.1f} s = {ratio:.2f} x analyze ({inside})")
+        if args.profile:
+            events = event_log_file(work / f"events-{name}")
+            print(f"\nSpark jobs of {name}, per micro-batch and stage (event log):")
+            print(markdown(batch_profile(events, work / f"{name}.log")) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ re-judging the runs: their full pipeline runs only when a run ends or the watch 
 
 Read → fold → write each state table once (through the micro-batch's deferred lakehouse,
 committed after bronze's manifest, pulsar_audit/deferred.py) → the findings, collected (a
-short list: findings, not messages) for jobs/live.py to open and settle once committed.
+short list: findings, not messages) for jobs/live.py to open and settle once committed. The
+state tables, the closed outages, the findings and the ended runs come from one packed
+checkpoint (pulsar_audit/packed.py): one Spark job computes them, one collect brings the
+small ones.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ from pipelines.silver import build_delivery, resolve_receives
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.local_frames import local_frame
+from pulsar_audit.packed import collected, packed, unpacked
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL
 from pulsar_audit.spark import checkpointed, release
 
 log = logging.getLogger(__name__)
 
 SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
+# the small parts of a micro-batch's packed fold (beside the state tables)
+CLOSED, FOUND, ENDED = "closed_outages", "found", "ended_runs"
 
 
 @dataclass
@@ -62,35 +68,48 @@ def fold_batch(
     lakehouse: Lakehouse, config: Config, files: list[str], runs: list[str], batch_id: int
 ) -> Judged:
     """Fold the bronze rows of `files` (the micro-batch's, of `runs`) into the live state,
-    write it, and judge `runs` from it."""
+    write it, and judge `runs` from it.
+
+    What several state tables and findings share (the batch's rows and deliveries, the
+    per-message aggregate, the in-flight changes, the consumers) is computed once into a
+    checkpoint; the new state, the outages closed, the findings and the ended runs are then
+    computed together into one (pulsar_audit/packed.py): each state table is written from
+    it, and the small parts come to the driver in one collect."""
     if not runs:
         return Judged()
-    of_files = F.col("source_file").isin(files)
-    producer = checkpointed(lakehouse.read("producer_events").filter(of_files))
-    consumer = checkpointed(lakehouse.read("consumer_events").filter(of_files))
-    delivery = checkpointed(build_delivery(resolve_receives(consumer, producer)))
-    kept: list[DataFrame] = [producer, consumer, delivery]
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        kept.append(checkpointed(df))
+        return kept[-1]
+
     try:
+        of_files = F.col("source_file").isin(files)
+        producer = keep(lakehouse.read("producer_events").filter(of_files))
+        consumer = keep(lakehouse.read("consumer_events").filter(of_files))
+        delivery = keep(build_delivery(resolve_receives(consumer, producer)))
         state = read_state(lakehouse)
-        closed: list[Row] = []
+        parts: dict[str, DataFrame] = {}
         if already_folded(state, runs, batch_id):
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)
         else:
-            folded = fold(state, producer, delivery, consumer, config.pipeline, batch_id)
-            closed = folded.closed_outages.collect()  # outages: a short list
-            # each computed once from the state as read, before any of them is written
-            state = LiveState(*(checkpointed(df) for df in folded.state.frames()))
-            kept.extend(state.frames())
-            for table, df in state.tables().items():
-                lakehouse.overwrite(table, df)
+            folded = fold(state, producer, delivery, consumer, config.pipeline, batch_id, keep)
+            state = folded.state
+            parts = {**state.tables(), CLOSED: folded.closed_outages}
         run_events = lakehouse.read("run_events").filter(F.col("run_id").isin(runs))
         found = _found(state, config, runs, seen_in(producer, consumer, delivery, run_events))
-        over = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))
+        parts[FOUND] = live.opened(found, batch_id)
+        parts[ENDED] = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))
+        kept.append(pack := packed(parts))
+        small = collected(pack, [part for part in (CLOSED, FOUND, ENDED) if part in parts])
+        for table in STATE_TABLES:
+            if table in parts:
+                lakehouse.overwrite(table, unpacked(pack, table))
         return Judged(
             runs=runs,
-            ended=sorted(r["run_id"] for r in over.collect()),
-            found=live.opened(found, batch_id).collect(),  # findings, not messages
-            closed=closed,
+            ended=sorted(row["run_id"] for row in small[ENDED]),
+            found=small[FOUND],  # findings, not messages
+            closed=small.get(CLOSED, []),  # outages: a short list
         )
     finally:
         for df in kept:

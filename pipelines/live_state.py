@@ -13,6 +13,7 @@ state instead of from zero. Pure transforms; jobs/live_state.py reads and writes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -100,12 +101,15 @@ def fold(
     consumer_events: DataFrame,
     pipeline: PipelineConfig,
     batch_id: int,
+    keep: Callable[[DataFrame], DataFrame] = lambda df: df,
 ) -> Folded:
     """The state once a micro-batch's events are folded in.
 
     producer_events, consumer_events: the micro-batch's bronze rows; delivery: its receives
-    as silver.delivery rows (`pipelines.silver.build_delivery`)."""
-    messages = _messages(producer_events, state.in_flight, delivery)
+    as silver.delivery rows (`pipelines.silver.build_delivery`). keep: applied to what
+    several state tables are derived from (the per-message aggregate, the counted in-flight
+    changes, the consumers), so that a caller can compute each once (a checkpoint)."""
+    messages = keep(_messages(producer_events, state.in_flight, delivery))
     prior = state.streams.select(
         *STREAM,
         F.col("in_flight").alias("before_in_flight"),
@@ -113,9 +117,11 @@ def fold(
         F.col("last_rise").alias("before_rise"),
     )
     changes = changes_of(messages, counts_send=F.col("prior_sent_at").isNull())
-    counted = with_in_flight(changes.join(prior, STREAM, how="left"), F.col("before_in_flight"))
+    counted = keep(
+        with_in_flight(changes.join(prior, STREAM, how="left"), F.col("before_in_flight"))
+    )
     closed = closed_stretches(counted, pipeline, F.col("before_completion"), F.col("before_rise"))
-    consumers = _consumers(state.consumers, consumer_events)
+    consumers = keep(_consumers(state.consumers, consumer_events))
     folded = LiveState(
         in_flight=conform(messages.filter(F.col("completed_at").isNull()), LIVE_IN_FLIGHT),
         streams=_streams(state.streams, counted),
