@@ -18,11 +18,13 @@ import secrets as random_secrets
 import socket
 import subprocess
 import sys
+from functools import reduce
 from pathlib import Path
 
 import pytest
 import yaml
 from literal_runs import RunSpec, write_run
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from reliability_lakehouse import CONF_LOCAL, record_figure, suite_config
 
@@ -113,16 +115,16 @@ def scan(values: list[str], places: list[Path], texts: dict[str, str]) -> list[s
 
 
 def table_hits(lakehouse: Lakehouse, values: list[str]) -> list[str]:
-    """Tables with a row holding any of `values` (one Spark job per table, small tables)."""
-    hits = []
+    """Tables with a row holding any of `values`: every table's rows as JSON text, searched
+    in one Spark job (one job per table cost a plan, a scan and a job's start each)."""
+    rows = []
     for table in TABLES:
-        text = F.to_json(F.struct(*lakehouse.read(table).columns))
-        found = lakehouse.read(table).filter(
-            F.greatest(*[text.contains(v) for v in values], F.lit(False))
-        )
-        if found.limit(1).count():
-            hits.append(table)
-    return hits
+        df = lakehouse.read(table)
+        text = F.to_json(F.struct(*df.columns)).alias("text")
+        rows.append(df.select(F.lit(table).alias("table"), text))
+    union = reduce(DataFrame.unionByName, rows)
+    found = union.filter(F.greatest(*[F.col("text").contains(v) for v in values], F.lit(False)))
+    return sorted(r["table"] for r in found.select("table").distinct().collect())
 
 
 def test_no_secret_in_any_output_log_table_or_report(
