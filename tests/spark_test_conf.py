@@ -13,16 +13,16 @@ TEST_SPARK_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-
-# The Spark JVMs that tests start in child processes (`pulsar-audit analyze` killed at a point,
-# run side by side, run as a user runs it) each live for one small job: the C1 compiler alone
-# and the serial collector cost them less CPU than C2's compilations and G1's threads win back
-# (about a quarter of a child's wall time on two shared cores). The tests' own session is
-# long-lived and keeps the JVM's defaults.
-CHILD_SPARK_CONF = {
-    **TEST_SPARK_CONF,
+    # Every Spark JVM of the tests compiles with C1 only and collects with the serial
+    # collector, as the product's small-input session does (pulsar_audit/spark.py): on tiny
+    # plans C2's compilations and G1's threads cost more CPU than they win back, in the JVMs
+    # tests start in child processes (`analyze` killed at a point, run side by side, run as a
+    # user runs it) and in this session too, though it lives for a whole test folder
+    # (docs/performance.md, "Session 21: the suite": the CPU of the whole process tree).
     "spark.driver.defaultJavaOptions": (
         "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
     ),
 }
+
+# The Spark JVMs that tests start in child processes run with the same settings.
+CHILD_SPARK_CONF = dict(TEST_SPARK_CONF)
