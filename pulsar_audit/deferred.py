@@ -232,7 +232,14 @@ class DeferredLakehouse(Lakehouse):
         return rows
 
     def insert_new(self, table: str, df: DataFrame, keys=None) -> None:  # type: ignore[override]
-        raise NotImplementedError("deferred writes do not insert_new (alerts write at once)")
+        """Refused by design, not unfinished: an idempotent insert decides what is new from
+        the committed table, which a pending write would hide; the tables written so (alerts,
+        provisional findings) are written at once, through the plain Lakehouse, after
+        `commit()`."""
+        raise TypeError(
+            f"insert_new({table!r}) on a deferred lakehouse: write it through the plain "
+            "Lakehouse after commit() (an idempotent insert must see the committed rows)"
+        )
 
     def record_stage(self, stage: str, fingerprint: str | Callable[[], str]) -> None:
         """Remembered now, written last: a fingerprint given as a function is computed from

@@ -132,3 +132,13 @@ def test_only_small_local_inputs_defer(plain: Lakehouse):
     assert defers(plain, 1000)
     assert not defers(plain, None)  # not a local input
     assert not defers(plain, 2 << 30)
+
+
+def test_an_idempotent_insert_is_refused_before_anything_is_pending(spark, plain: Lakehouse):
+    job = DeferredLakehouse(plain)
+    with pytest.raises(TypeError, match="insert_new.'run_state'. on a deferred lakehouse"):
+        job.insert_new("run_state", state_rows(spark, [("r1", "a")]))
+    assert job.pending() == []
+    job.commit()
+    assert version(plain, "run_state") == 0 and content(plain.read("run_state")) == []
+    job.release()
