@@ -16,6 +16,7 @@ from pathlib import Path
 
 from capture import process
 from capture.consumer_worker import CONFIG_VAR, WorkerConfig
+from capture.spool import seal_open
 from pulsar_audit.errors import SetupError
 
 READY_TIMEOUT_S = 60.0
@@ -94,9 +95,11 @@ class ConsumerProcess:
         return found["summary"]
 
     def kill(self) -> None:
+        """SIGKILL it; the trace segment it was writing (rolling) then takes its final name."""
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         self.proc.wait(timeout=EXIT_TIMEOUT_S)
+        seal_open(self.config.out, self.config.prefix)
 
 
 def killed_summary(out: Path, proc: ConsumerProcess) -> dict:

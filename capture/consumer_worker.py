@@ -53,6 +53,7 @@ class WorkerConfig:
     first_index: int = 0
     nack_every: int = 0
     nack_delay_ms: int = NACK_DELAY_MS
+    roll_s: float | None = None  # roll its trace segment into place this often (Spool)
 
     @property
     def prefix(self) -> str:
@@ -98,7 +99,7 @@ def run(config: WorkerConfig) -> dict:
     out = Path(config.out)
     log_file = out / "logs" / "client" / f"{config.name}.{config.incarnation}.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    spool = Spool(out, prefix=config.prefix)
+    spool = Spool(out, prefix=config.prefix, roll_s=config.roll_s)
     rec = Recorder(spool, config.run_id, config.topic, "consumer", config.name, config.first_index)
     client = pulsar.Client(
         config.service_url,

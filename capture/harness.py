@@ -64,6 +64,7 @@ class CaptureOptions:
     ordering_keys: int = 0  # ... and ordering keys (0: none)
     nack_every: int = 0  # live consumers negatively acknowledge every K-th message once
     consumer_churn: str | None = None  # kill | close: a live consumer leaves and comes back
+    roll_s: float | None = None  # trace files rolled into --out this often (None: at the end)
 
     def check(self) -> None:
         """Refuse combinations the harness cannot run."""
@@ -147,12 +148,18 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
             pulsar.LoggerLevel.Info, str(opts.out / "logs" / "client" / "client.log")
         ),
     )
-    spool = Spool(opts.out, prefix=f"trace-{opts.run_id}")
+    spool = Spool(opts.out, prefix=f"trace-{opts.run_id}", roll_s=opts.roll_s)
     zk_capture = ZkWatch.start(state, opts.out / "zk" / f"{opts.run_id}.zk.jsonl")
     live = None
     if opts.consumers:
         live = LiveConsumers(
-            opts.live_options(), opts.service_url, admin, topic, opts.run_id, opts.out
+            opts.live_options(),
+            opts.service_url,
+            admin,
+            topic,
+            opts.run_id,
+            opts.out,
+            roll_s=opts.roll_s,
         )
     try:
         run = Recorder(spool, opts.run_id, topic.full, "run", "harness")

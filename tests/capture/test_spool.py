@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from capture.spool import Spool, read_events
+from capture.spool import Spool, read_events, seal_open
 
 # Writes events as fast as it can and prints the durable count after every fsync.
 WRITER = """
@@ -69,3 +69,73 @@ def test_an_empty_spool_leaves_an_empty_segment(tmp_path: Path) -> None:
         assert spool.durable == 0
     assert read_events(tmp_path) == []
     assert [p.name for p in tmp_path.iterdir()] == ["run-00000.jsonl"]
+
+
+# Writes events at a steady pace into a rolling spool and prints the durable count.
+ROLLING_WRITER = """
+import sys, time
+from capture.spool import Spool
+spool = Spool(sys.argv[1], prefix="trace-r", sync_interval_s=0.02, roll_s=0.2,
+              on_sync=lambda n: print(n, flush=True))
+i = 0
+while True:
+    spool.write({"seq": i})
+    i += 1
+    time.sleep(0.001)
+"""
+
+
+def test_a_rolling_spool_moves_whole_segments_into_place_in_order(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, prefix="trace-r", sync_interval_s=0.02, roll_s=0.1)
+    seen: list[list[str]] = []  # the final names there after each write
+    for seq in range(40):
+        spool.write({"seq": seq})
+        time.sleep(0.01)
+        seen.append(sorted(p.name for p in tmp_path.glob("*.jsonl")))
+        for path in tmp_path.glob("*.jsonl"):  # a file under its final name is whole, for good
+            assert path.read_text().endswith("\n")
+    rolled_during = seen[-1]
+    spool.close()
+    final = sorted(p.name for p in tmp_path.iterdir())
+
+    assert len(rolled_during) >= 2, seen  # files appeared while it was still writing
+    assert rolled_during == final[: len(rolled_during)]  # rolled files stay as they were
+    assert final == [f"trace-r-{i:05d}.jsonl" for i in range(len(final))]  # no gap, no .open
+    assert spool.segments == [tmp_path / name for name in final]
+    assert [event["seq"] for event in read_events(tmp_path)] == list(range(40))
+
+
+def test_a_rolling_spool_rolls_only_segments_with_events(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, prefix="trace-r", sync_interval_s=0.02, roll_s=0.05)
+    spool.write({"seq": 0})
+    time.sleep(0.3)  # rolled once, then idle: nothing more to roll
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["trace-r-00000.jsonl", "trace-r-00001.jsonl.open"]
+    spool.close()  # the empty open segment is removed, not rolled
+    assert [p.name for p in tmp_path.iterdir()] == ["trace-r-00000.jsonl"]
+
+
+def test_a_killed_rolling_writer_s_open_segment_is_sealed_whole(tmp_path: Path) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", ROLLING_WRITER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    reported = 0
+    deadline = time.monotonic() + 60
+    while (reported < 300 or len(list(tmp_path.glob("*.jsonl"))) < 2) and (
+        time.monotonic() < deadline
+    ):
+        reported = int(writer.stdout.readline())
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=10)
+    [left_open] = tmp_path.glob("*.open")
+
+    sealed = seal_open(tmp_path, "trace-r")
+
+    assert sealed == [tmp_path / left_open.name.removesuffix(".open")]
+    assert not list(tmp_path.glob("*.open"))
+    seqs = [event["seq"] for event in read_events(tmp_path)]  # every line parses
+    assert seqs == list(range(len(seqs)))
+    assert len(seqs) >= reported
