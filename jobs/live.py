@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,10 @@ from serve.summary import runs_of_files
 
 log = logging.getLogger(__name__)
 
+# Called after each micro-batch with its id, its files' paths and the runs it judged (a live
+# view, the lines a capture beside the watch prints).
+AfterBatch = Callable[[int, list[str], list[str]], None]
+
 # The binaryFile source's own columns (a stream is never schema-inferred); `content` is not
 # selected, so not read: the ingest reads each file once.
 BINARY_FILE = T.StructType(
@@ -59,7 +64,8 @@ BINARY_FILE = T.StructType(
 class WatchOptions:
     """once: the files there now, then stop; until_idle_s: stop after this long without a
     new file; trigger_s: seconds between micro-batches; max_files: per micro-batch; final:
-    on leaving, reconcile every run, ended or not."""
+    on leaving, reconcile every run, ended or not; stop: once set, leave as soon as no
+    micro-batch runs (e.g. set by a signal handler when the capture beside it has ended)."""
 
     checkpoint: str
     once: bool = False
@@ -67,6 +73,7 @@ class WatchOptions:
     trigger_s: float = 2.0
     max_files: int = 100
     final: bool = False
+    stop: threading.Event | None = None
 
 
 @dataclass
@@ -140,9 +147,11 @@ class Watch:
         path: str | Path,
         options: WatchOptions,
         progress: Progress | None = None,
+        after_batch: AfterBatch | None = None,
     ):
         self.lakehouse, self.config, self.path = lakehouse, config, str(path)
         self.options, self.progress = options, progress
+        self.after_batch = after_batch
         self.done = Watched()
         self._busy = threading.Lock()
         self._last_active = time.monotonic()
@@ -177,6 +186,8 @@ class Watch:
             self.done.files += len(files)
             self.done.last_batch = batch_id
             self.done.runs.update(judged.runs)
+            if self.after_batch:
+                self.after_batch(batch_id, [f.path for f in files], judged.runs)
             self._last_active = time.monotonic()
 
     def _take_in(self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int) -> Judged:
@@ -212,7 +223,7 @@ class Watch:
         else:
             query = writer.trigger(processingTime=f"{opts.trigger_s} seconds").start()
         try:
-            if opts.once or opts.until_idle_s is None:
+            if opts.once or (opts.until_idle_s is None and opts.stop is None):
                 query.awaitTermination()
             else:
                 self._wait_idle(query, opts.until_idle_s)
@@ -222,10 +233,13 @@ class Watch:
             query.stop()
         return self.leave()
 
-    def _wait_idle(self, query: Any, idle_s: float) -> None:  # noqa: ANN401 - StreamingQuery
+    def _wait_idle(self, query: Any, idle_s: float | None) -> None:  # noqa: ANN401 - StreamingQuery
+        stop = self.options.stop or threading.Event()
         while not query.awaitTermination(0.5):
             with self._busy:  # never idle while a micro-batch runs
-                if time.monotonic() - self._last_active >= idle_s:
+                if stop.is_set():
+                    return
+                if idle_s is not None and time.monotonic() - self._last_active >= idle_s:
                     return
 
     def leave(self) -> dict[str, Any]:
@@ -270,7 +284,8 @@ def watch(
     path: str | Path,
     options: WatchOptions,
     progress: Progress | None = None,
+    after_batch: AfterBatch | None = None,
 ) -> dict[str, Any]:
     """`pulsar-audit watch PATH`: see the module's docstring."""
     lakehouse.create_all()
-    return Watch(lakehouse, config, path, options, progress).run()
+    return Watch(lakehouse, config, path, options, progress, after_batch).run()
