@@ -27,6 +27,8 @@ from pulsar_audit.output import format_table
 from pulsar_audit.paths import cache_dir
 from pulsar_audit.secrets import redact_url
 
+ROLL_S = 2.0  # the trace files' rolling period: `watch` sees a run's events this late at most
+
 
 def _workdir(ctx: Context) -> Path:
     from capture.cluster import default_workdir
@@ -108,7 +110,14 @@ def _capture_options(ctx: Context, state, scenario: str, urls: tuple | None = No
         ordering_keys=args.ordering_keys,
         nack_every=args.nack_every,
         consumer_churn=args.consumer_churn,
+        roll_s=_roll_s(args),
     )
+
+
+def _roll_s(args: argparse.Namespace) -> float | None:
+    if args.roll_s < 0 or (args.watch and not args.roll_s):
+        raise UsageError(f"--roll-s {args.roll_s}: expected seconds >= 0, and > 0 with --watch")
+    return args.roll_s or None
 
 
 def _consumer_kind(args: argparse.Namespace) -> str:
@@ -133,12 +142,22 @@ def _state_for(ctx: Context):  # noqa: ANN202
 
 
 def cmd_capture_run(ctx: Context) -> int:
-    from capture.harness import capture
-
     state = _state_for(ctx)
-    result = _columnar(ctx, capture(_capture_options(ctx, state, "control"), state))
+    result = _columnar(ctx, _capture_watched(ctx, _capture_options(ctx, state, "control"), state))
     ctx.emit(result, _capture_text)
     return EXIT_OK
+
+
+def _capture_watched(ctx: Context, opts, state) -> dict:  # noqa: ANN001
+    """The capture, with `watch` of its folder beside it when --watch is given."""
+    from capture.harness import capture
+    from jobs.watch_beside import watching
+
+    with watching(ctx.args.watch, opts.out, opts.run_id, ctx.args.env) as beside:
+        captured = capture(opts, state)
+        if beside:
+            captured["watch"] = beside.finish()
+    return captured
 
 
 def _columnar(ctx: Context, captured: dict) -> dict:
@@ -157,6 +176,8 @@ def _columnar(ctx: Context, captured: dict) -> dict:
 
 
 def _capture_text(r: dict) -> str:
+    from jobs.watch_beside import watch_text
+
     consume = r["consume"]
     reader = consume["consumer"]
     if "consumers" in consume:  # live consumers: how many processes, of which type
@@ -167,12 +188,11 @@ def _capture_text(r: dict) -> str:
         f"({r['produce_rate']} msg/s); {reader} received {consume['received']} "
         f"({consume['read_rate']} msg/s), end reached: {consume['reached_end']}; "
         f"chaos: {r['chaos'] or 'none'}{churn}\ntrace and logs in {r['out']}"
-    )
+    ) + (f"\n{watch_text(r['watch'])}" if r.get("watch") else "")
 
 
 def cmd_chaos_run(ctx: Context) -> int:
     from capture import cluster
-    from capture.harness import capture
 
     args = ctx.args
     name, count = parse_scenario(args.scenario)
@@ -199,7 +219,7 @@ def cmd_chaos_run(ctx: Context) -> int:
             ledger_entries=args.ledger_entries,
         )  # fmt: skip
     try:
-        captured = capture(_capture_options(ctx, state, label), state)
+        captured = _capture_watched(ctx, _capture_options(ctx, state, label), state)
     finally:
         if started_here and not args.keep_cluster:
             cluster.down(workdir)
@@ -276,6 +296,12 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
                    "the next one is wiped (AutoRecovery's time to re-replicate)")  # fmt: skip
     p.add_argument("--columnar", action="store_true", help="rewrite the trace as Parquet (the "
                    "format's columnar form) when the run ends")  # fmt: skip
+    p.add_argument("--roll-s", type=float, default=ROLL_S, metavar="S", help="close each trace "
+                   "file every S seconds that it holds events and move it whole into --out, "
+                   "where `watch` takes it (0: each file grows until the run ends)")  # fmt: skip
+    p.add_argument("--watch", action="store_true", help="run `pulsar-audit watch` of --out "
+                   "beside the run (its own lakehouse under .cache/pulsar/watch/RUN) and print "
+                   "its micro-batches as they come; it leaves when the run is over")  # fmt: skip
 
 
 def _consumer_args(p: argparse.ArgumentParser) -> None:

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from jobs.context import EXIT_OK, Context
 from pulsar_audit.output import format_table
+
+log = logging.getLogger(__name__)
 
 COLUMNS = ["kind", "run_id", "subscription", "producer", "seqs", "first_seen_batch", "state"]
 
@@ -23,6 +31,8 @@ def cmd_watch(ctx: Context) -> int:
 
     args = ctx.args
     path = ctx.input_path()
+    stop = threading.Event()  # SIGTERM: leave (analyze, reconcile) once no micro-batch runs
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     options = WatchOptions(
         checkpoint=args.checkpoint or default_checkpoint(ctx, path),
         once=args.once,
@@ -30,10 +40,54 @@ def cmd_watch(ctx: Context) -> int:
         trigger_s=args.trigger_s,
         max_files=args.max_files,
         final=args.final,
+        stop=stop,
     )
-    result = watch(ctx.lakehouse, ctx.config, path, options, ctx.progress())
+    viewing = args.view or (sys.stdout.isatty() and not args.json)
+    with _BatchDisplay(ctx, viewing) as after_batch:
+        progress = None if viewing else ctx.progress()
+        result = watch(ctx.lakehouse, ctx.config, path, options, progress, after_batch)
     ctx.emit(result, render)
     return EXIT_OK
+
+
+class _BatchDisplay:
+    """What the watch shows after each micro-batch: a rich live table (viewing), else a line
+    on stderr (JSON with --json: a capture beside it reads them), so stdout keeps the
+    result alone."""
+
+    def __init__(self, ctx: Context, viewing: bool):
+        self.ctx, self.viewing = ctx, viewing
+        self.live = None
+        self.runs: set[str] = set()
+
+    def __enter__(self) -> Callable[[int, list[str], list[str]], None]:
+        if self.viewing:
+            from rich.live import Live
+
+            self.live = Live(auto_refresh=False, transient=False)
+            self.live.start()
+        return self.show
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def show(self, batch_id: int, paths: list[str], runs: list[str]) -> None:
+        from serve.live_view import batch_text, read_view, render_view
+
+        self.runs.update(runs)
+        try:
+            view = read_view(self.ctx.lakehouse, batch_id, paths, sorted(self.runs))
+        except Exception:  # noqa: BLE001 - showing a micro-batch must never fail it
+            log.warning("micro-batch %d: the view could not be read", batch_id, exc_info=True)
+            return
+        if self.live is not None:
+            self.live.update(render_view(view), refresh=True)
+        elif self.ctx.args.json:
+            sys.stderr.write(json.dumps(view, default=str) + "\n")
+        else:
+            sys.stderr.write(batch_text(view) + "\n")
+        sys.stderr.flush()
 
 
 def render(result: dict[str, Any]) -> str:
@@ -88,5 +142,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "--final",
         action="store_true",
         help="on leaving, reconcile every run (the capture is over), not only the ended ones",
+    )
+    p.add_argument(
+        "--view",
+        action="store_true",
+        help="a live table refreshed per micro-batch (rates in and out per run, open outages, "
+        "suspected losses, last alerts); the default on a terminal without --json. Otherwise "
+        "a line (a JSON object with --json) per micro-batch on stderr",
     )
     p.set_defaults(handler=cmd_watch)
