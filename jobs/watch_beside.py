@@ -135,17 +135,16 @@ class WatchBeside:
 
 
 @contextlib.contextmanager
-def watching(wanted: bool, landing: Path, run_id: str, env: str | None = None):  # noqa: ANN201
-    """A WatchBeside of `landing` when `wanted` (else None), its home under the cache."""
+def watching(wanted: bool, landing: Path, home: Path, env: str | None = None):  # noqa: ANN201
+    """A WatchBeside of `landing` keeping its tables in `home` when `wanted` (else None)."""
     if not wanted:
         yield None
         return
-    from pulsar_audit.paths import cache_dir
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)  # noqa: T201 - the run's terminal
 
-    with WatchBeside(landing, cache_dir() / "pulsar" / "watch" / run_id, say, env) as beside:
+    with WatchBeside(landing, home, say, env) as beside:
         yield beside
 
 

@@ -153,7 +153,9 @@ def _capture_watched(ctx: Context, opts, state) -> dict:  # noqa: ANN001
     from capture.harness import capture
     from jobs.watch_beside import watching
 
-    with watching(ctx.args.watch, opts.out, opts.run_id, ctx.args.env) as beside:
+    args = ctx.args
+    home = Path(args.watch_home) if args.watch_home else cache_dir() / "pulsar" / "watch"
+    with watching(args.watch, opts.out, home / opts.run_id, args.env) as beside:
         captured = capture(opts, state)
         if beside:
             captured["watch"] = beside.finish()
@@ -300,8 +302,11 @@ def _capture_args(p: argparse.ArgumentParser, messages: int) -> None:
                    "file every S seconds that it holds events and move it whole into --out, "
                    "where `watch` takes it (0: each file grows until the run ends)")  # fmt: skip
     p.add_argument("--watch", action="store_true", help="run `pulsar-audit watch` of --out "
-                   "beside the run (its own lakehouse under .cache/pulsar/watch/RUN) and print "
+                   "beside the run (its own lakehouse under --watch-home/RUN) and print "
                    "its micro-batches as they come; it leaves when the run is over")  # fmt: skip
+    p.add_argument("--watch-home", metavar="DIR", help="where each --watch keeps its lakehouse, "
+                   "checkpoint and log, a folder per run (default .cache/pulsar/watch; not "
+                   "under --out: the watch would take its Parquet files for traces)")  # fmt: skip
 
 
 def _consumer_args(p: argparse.ArgumentParser) -> None:
