@@ -32,7 +32,8 @@ def cmd_watch(ctx: Context) -> int:
     args = ctx.args
     path = ctx.input_path()
     stop = threading.Event()  # SIGTERM: leave (analyze, reconcile) once no micro-batch runs
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if threading.current_thread() is threading.main_thread():  # only there can it be caught
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     options = WatchOptions(
         checkpoint=args.checkpoint or default_checkpoint(ctx, path),
         once=args.once,

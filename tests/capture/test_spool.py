@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from capture.spool import Spool, read_events, seal_open
@@ -25,21 +26,28 @@ while True:
 """
 
 
-def test_events_reported_durable_survive_sigkill(tmp_path: Path) -> None:
+def _killed_writer(code: str, folder: Path, enough: Callable[[int], bool]) -> int:
+    """Run writer `code` on `folder` until `enough(durable count)`, SIGKILL it; the last
+    durable count it reported."""
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(tmp_path)],
+        [sys.executable, "-c", code, str(folder)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
     )
     reported = 0
     deadline = time.monotonic() + 60
-    while reported < 20_000 and time.monotonic() < deadline:
+    while not enough(reported) and time.monotonic() < deadline:
         reported = int(writer.stdout.readline())
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=10)
     assert writer.returncode == -signal.SIGKILL
-    assert reported >= 20_000
+    assert enough(reported)
+    return reported
+
+
+def test_events_reported_durable_survive_sigkill(tmp_path: Path) -> None:
+    reported = _killed_writer(WRITER, tmp_path, lambda durable: durable >= 20_000)
 
     events = read_events(tmp_path)  # every line parses: no half-written event
     seqs = [event["seq"] for event in events]
@@ -116,20 +124,10 @@ def test_a_rolling_spool_rolls_only_segments_with_events(tmp_path: Path) -> None
 
 
 def test_a_killed_rolling_writer_s_open_segment_is_sealed_whole(tmp_path: Path) -> None:
-    writer = subprocess.Popen(
-        [sys.executable, "-c", ROLLING_WRITER, str(tmp_path)],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    reported = 0
-    deadline = time.monotonic() + 60
-    while (reported < 300 or len(list(tmp_path.glob("*.jsonl"))) < 2) and (
-        time.monotonic() < deadline
-    ):
-        reported = int(writer.stdout.readline())
-    writer.send_signal(signal.SIGKILL)
-    writer.wait(timeout=10)
+    def enough(durable: int) -> bool:  # and two segments rolled in already
+        return durable >= 300 and len(list(tmp_path.glob("*.jsonl"))) >= 2
+
+    reported = _killed_writer(ROLLING_WRITER, tmp_path, enough)
     [left_open] = tmp_path.glob("*.open")
 
     sealed = seal_open(tmp_path, "trace-r")
