@@ -75,14 +75,29 @@ def _run_capture(standalone, out: Path, home: Path, log: Path, mid_run) -> tuple
                 if not over and not (out / "capture.json").exists():
                     for path in out.glob("trace-*.jsonl"):
                         seen.setdefault(path.name, _digest(path))
-                if called is None and any("micro-batch" in line for _, line in lines.lines):
-                    called = mid_run()
+                if called is None and any(
+                    line.startswith("watch | micro-batch") for _, line in lines.lines
+                ):
+                    called = {**mid_run(), "called_during_run": not over}
                 time.sleep(0.5)
         finally:
             if proc.poll() is None:
                 proc.kill()  # its watch child goes with the group the command kills
         assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
     return json.loads(log.read_text()), lines.join(), seen, called
+
+
+def _processes_naming(folder: Path) -> list[str]:
+    """The command lines of the running processes that name `folder`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # it ended meanwhile
+            continue
+        if any(str(folder) in word for word in words):
+            found.append(" ".join(words))
+    return found
 
 
 def _plain_copy(out: Path, plain: Path) -> None:
@@ -133,8 +148,13 @@ def test_capture_run_with_watch_rolls_files_and_prints_micro_batches_live(
     names = sorted(p.name for p in out.glob(f"trace-{run_id}-0*.jsonl"))
     assert names == [f"trace-{run_id}-{i:05d}.jsonl" for i in range(len(names))]
 
-    # the watch printed a micro-batch before the run was over, and left cleanly
+    # the watch printed a micro-batch before the run was over, and left cleanly: no process
+    # of it is left
     over = next(i for i, line in enumerate(stderr) if line.startswith("run over"))
+    print(f"files rolled in during the run: {len(seen)}; stderr until the run was over:")  # noqa: T201
+    print("\n".join(stderr[: over + 1]))  # noqa: T201
+    print({k: v for k, v in watched.items() if k != "result"})  # noqa: T201
+    assert _processes_naming(home) == []
     assert any(line.startswith("watch | micro-batch ") for line in stderr[:over]), stderr
     assert watched["micro_batches_during_run"] >= 1
     assert watched["exit_code"] == 0, Path(watched["log"]).read_text()[-3000:]
