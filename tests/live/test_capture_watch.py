@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from json_schema_check import validate
 from pyspark.sql import functions as F
 
 from jobs.analyze import analyze
@@ -137,6 +138,7 @@ def test_capture_run_with_watch_rolls_files_and_prints_micro_batches_live(
     result, stderr, seen, mid_run = _run_capture(
         standalone, out, home, tmp_path / "capture.json", report_while_watching
     )
+    validate(result, "capture_run")
     run_id, watched = result["run_id"], result["watch"]
     print(f"\nreport while watching: {mid_run}")  # noqa: T201
     assert mid_run["bytes"] > 0 and mid_run["run_id"] == run_id
