@@ -72,6 +72,8 @@ class _BatchDisplay:
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
             self.live.stop()
+            if not self.live.console.is_terminal:  # rich ends the table's line on a terminal only
+                self.live.console.line()
 
     def show(self, batch_id: int, paths: list[str], runs: list[str]) -> None:
         from serve.live_view import batch_text, read_view, render_view
