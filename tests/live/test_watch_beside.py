@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
+from json_schema_check import SCHEMA
 
 from jobs.watch_beside import WatchBeside, watch_text
 
@@ -71,6 +73,7 @@ def test_micro_batches_are_printed_as_they_come_and_sigterm_makes_it_leave(tmp_p
     assert watched["exit_code"] == 0
     assert (watched["micro_batches_during_run"], watched["micro_batches"]) == (1, 1)
     assert watched["result"]["runs"] == ["r1"]
+    jsonschema.validate(watched, SCHEMA["$defs"]["capture_run"]["properties"]["watch"])
     assert (tmp_path / "home" / "watch.log").read_text() == "spark says hello\n"
     assert watch_text(watched).startswith(
         "watch: 1 micro-batch(es), 1 during the run; provisional findings: none; exit 0"
