@@ -128,17 +128,24 @@ def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -
 def judge(lakehouse: Lakehouse, judged: Judged, batch_id: int) -> None:
     """Open the provisional findings a micro-batch's fold shows, and settle those of its runs
     still going from the live state: an outage is confirmed by the stretch the batch closed,
-    a suspected loss withdrawn once no awaited message of it is missing any more."""
+    a suspected loss withdrawn once no awaited message of it is missing any more. An outage
+    the batch closed that was never seen in progress (it began and ended between two looks)
+    is recorded confirmed at once, so that it is raised too."""
     of_runs = F.col("run_id").isin(judged.runs)
     known = finding_ids(lakehouse.read("provisional").filter(of_runs))
     new = [row for row in judged.found if row["finding_id"] not in known]
     if new:  # findings, not messages: a short list
         lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
+    closed = local_frame(lakehouse.spark, judged.closed, OUTAGES)
+    if judged.closed:  # outages: a short list; those never seen in progress, confirmed as seen
+        provisional = lakehouse.read("provisional").filter(of_runs)
+        unseen = live.seen_closed(closed, provisional, batch_id).collect()
+        if unseen:
+            lakehouse.insert_new("provisional", local_frame(lakehouse.spark, unseen, PROVISIONAL))
     going = [run for run in judged.runs if run not in judged.ended]
     if not going:
         return
     of_going = F.col("run_id").isin(going)
-    closed = local_frame(lakehouse.spark, judged.closed, OUTAGES)
     updates = live.resolved(
         lakehouse.read("provisional").filter(of_going),
         live.batch_findings(lakehouse.read("anomalies").limit(0), closed),

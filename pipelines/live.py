@@ -134,19 +134,68 @@ def seen_as_they_are(anomalies: DataFrame) -> DataFrame:
     )
 
 
-def opened(found: DataFrame, batch_id: int) -> DataFrame:
-    """PROVISIONAL rows, open, for findings first seen in micro-batch `batch_id`: the id is
-    the kind with where it starts, so the same finding seen again keeps its row."""
+def _first_seen(found: DataFrame, batch_id: int) -> DataFrame:
+    """`found` with its finding_id (the kind with where it starts, so the same finding seen
+    again keeps its row) and when it was first seen."""
     starts = F.coalesce(F.col("seq_from").cast("string"), F.unix_micros("started_at"))
-    return conform(
+    return (
         found.withColumn("finding_id", stable_id("kind", *FINDING_KEY, starts))
         .withColumn("first_seen_batch", F.lit(batch_id).cast("long"))
         .withColumn("first_seen_at", F.current_timestamp())
+    )
+
+
+def opened(found: DataFrame, batch_id: int) -> DataFrame:
+    """PROVISIONAL rows, open, for findings first seen in micro-batch `batch_id`."""
+    return conform(
+        _first_seen(found, batch_id)
         .withColumn("state", F.lit(OPEN))
         .withColumn("closed_batch", F.lit(None).cast("long"))
         .withColumn("closed_at", F.lit(None).cast("timestamp"))
         .withColumn("duration_ms", F.lit(None).cast("double"))
         .withColumn("resolved_by", F.lit(None).cast("string")),
+        PROVISIONAL,
+    )
+
+
+def seen_closed(closed: DataFrame, provisional: DataFrame, batch_id: int) -> DataFrame:
+    """PROVISIONAL rows, confirmed at once, for the outages micro-batch `batch_id` closed
+    that no provisional outage of the same producer stream holds: stretches that began and
+    ended between two looks of the watch (inside one micro-batch, or between its latest
+    event and the next one's), so they were never seen in progress. Each is confirmed by
+    the very stretch (`resolved_by` its outage_id, gold.outages' once the run is analyzed).
+
+    closed: OUTAGES rows the micro-batch's completions closed; provisional: the runs' rows."""
+    known = provisional.filter(F.col("kind") == OUTAGE_IN_PROGRESS).select(*STREAM, "started_at")
+    holds = F.col("k.started_at").between(F.col("c.start"), F.col("c.end"))
+    for column in STREAM:
+        holds = holds & (F.col(f"c.{column}") == F.col(f"k.{column}"))
+    unseen = closed.alias("c").join(known.alias("k"), holds, how="left_anti")
+    explanation = F.format_string(
+        "producer %s had %d message(s) in flight and none completed for %.0f ms (%s to %s): "
+        "an outage that began and ended between two looks of the watch, confirmed as seen",
+        F.col("producer"),
+        F.col("in_flight"),
+        F.col("duration_ms"),
+        F.date_format("start", "HH:mm:ss.SSS"),
+        F.date_format("end", "HH:mm:ss.SSS"),
+    )
+    found = unseen.select(
+        F.lit(OUTAGE_IN_PROGRESS).alias("kind"),
+        *STREAM,
+        F.lit(None).cast("string").alias("subscription"),
+        F.lit(None).cast("long").alias("seq_from"),
+        F.lit(None).cast("long").alias("seq_to"),
+        F.col("start").alias("started_at"),
+        explanation.alias("explanation"),
+        "duration_ms",
+        F.col("outage_id").alias("resolved_by"),
+    )
+    return conform(
+        _first_seen(found, batch_id)
+        .withColumn("state", F.lit(CONFIRMED))
+        .withColumn("closed_batch", F.lit(batch_id).cast("long"))
+        .withColumn("closed_at", F.current_timestamp()),
         PROVISIONAL,
     )
 

@@ -6,9 +6,17 @@ from __future__ import annotations
 from pipeline_events import T0, ack, at, folded, send
 from pyspark.sql import functions as F
 
-from pipelines.live import CONFIRMED, OPEN, WITHDRAWN, outages_in_progress, resolved
+from pipelines.live import (
+    CONFIRMED,
+    OPEN,
+    WITHDRAWN,
+    opened,
+    outages_in_progress,
+    resolved,
+    seen_closed,
+)
 from pipelines.live_state import LiveState
-from pulsar_audit.schemas import PROVISIONAL
+from pulsar_audit.schemas import OUTAGES, PROVISIONAL
 
 STEP_MS = 100
 SHAPE = (
@@ -112,3 +120,41 @@ def test_open_findings_are_confirmed_withdrawn_or_left_open(spark) -> None:
     ]
     empty = provisional.limit(0)
     assert resolved(empty, confirming, still_missing, F.lit(True), 3).count() == 0
+
+
+def test_an_outage_closed_before_it_was_seen_in_progress_is_recorded_confirmed(spark) -> None:
+    def outage(outage_id: str, producer: str, start: float, end: float) -> tuple:
+        return (outage_id, "r1", "t", -1, producer, at(start), at(end), float(end - start), 2, 3)
+
+    closed = spark.createDataFrame(
+        [
+            row + ("x", [])
+            for row in (
+                outage("seen-in-progress", "p1", 10, 300),  # the open finding below starts in it
+                outage("between-looks", "p1", 500, 800),
+                outage("other-producer", "p2", 10, 300),
+            )
+        ],
+        OUTAGES,
+    )
+    provisional = _provisional(spark, ("outage", "outage_in_progress", None, 120, OPEN))
+
+    rows = seen_closed(closed, provisional, 4).collect()
+
+    assert sorted(
+        (r.producer, r.kind, r.state, r.started_at, r.closed_batch, r.duration_ms, r.resolved_by)
+        for r in rows
+    ) == [
+        ("p1", "outage_in_progress", CONFIRMED, at(500), 4, 300.0, "between-looks"),
+        ("p2", "outage_in_progress", CONFIRMED, at(10), 4, 290.0, "other-producer"),
+    ]
+    p1 = next(r for r in rows if r.producer == "p1")
+    assert p1.explanation == (
+        "producer p1 had 2 message(s) in flight and none completed for 300 ms "
+        "(10:00:00.500 to 10:00:00.800): an outage that began and ended between two looks of "
+        "the watch, confirmed as seen"
+    )
+    # the same id a look at it in progress would have given it: never raised twice
+    as_open = opened(spark.createDataFrame([p1], PROVISIONAL), 4).first()
+    assert as_open.finding_id == p1.finding_id
+    assert seen_closed(closed.limit(0), provisional, 4).count() == 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pipeline_events import PIPELINE, ack, bronze, end, receive, send, subscribe
 from pyspark.sql import functions as F
 
-from jobs.live_state import fold_batch
+from jobs.live_state import fold_batch, judge
 from pipelines.detect_outages import detect_outages
 
 # an outage from the send at 10 (after the completion at 2) to the ack at 300
@@ -65,3 +65,25 @@ def test_two_micro_batches_then_a_replay(lakehouse, config) -> None:  # noqa: AN
 
     assert (replayed.ended, replayed.closed, replayed.found) == (["r1"], [], [])
     assert lakehouse.read("live_runs").first()["folded_batch"] == 1
+
+
+def test_an_outage_begun_and_ended_inside_one_micro_batch_is_raised_confirmed(
+    lakehouse,
+    config,  # noqa: ANN001
+) -> None:
+    lakehouse.create_all()
+    events = [subscribe(0), send(1, 0), ack(1, 2), receive(1, 3), send(2, 10), ack(2, 300)]
+    events += [receive(2, 301), send(3, 310)]  # still going: not ended
+    _land(lakehouse, events, "chunk-1", 0)
+
+    judged = fold_batch(lakehouse, config, ["chunk-1"], ["r1"], 0)
+    judge(lakehouse, judged, 0)
+    judge(lakehouse, judged, 0)  # a micro-batch judged again: still one row
+
+    [batch_outage] = detect_outages(
+        bronze(lakehouse.spark, events).producer_events, PIPELINE
+    ).collect()
+    rows = lakehouse.read("provisional").collect()
+    assert [(r["kind"], r["state"], r["resolved_by"], r["duration_ms"]) for r in rows] == [
+        ("outage_in_progress", "confirmed", batch_outage["outage_id"], batch_outage["duration_ms"])
+    ]
