@@ -36,6 +36,7 @@ from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.spark import SMALL_FRAMES_CONF, session_settings
 from pulsar_audit.storage import FileStat, FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
@@ -129,8 +130,12 @@ class Watch:
         with self._busy:
             store = FileStore(self.lakehouse.spark)
             files = [store.status(row["path"]) for row in batch.collect()]
-            with stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress):
-                if defers(self.lakehouse, sum(f.size_bytes for f in files)):
+            small = defers(self.lakehouse, sum(f.size_bytes for f in files))
+            with (
+                stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress),
+                session_settings(self.lakehouse.spark, SMALL_FRAMES_CONF if small else {}),
+            ):
+                if small:
                     # as analyze does for an input this small: each table committed once
                     job = DeferredLakehouse(self.lakehouse)
                     try:
