@@ -1,6 +1,6 @@
 """The table checks of a `watch` micro-batch, whole-run against incremental, in one process.
 
-    .venv/bin/python -m bench.incremental_checks LANDING [--repeat 3]
+    .venv/bin/python -m bench.incremental_checks LANDING [--repeat 3] [--small-frames] [--reuse]
 
 LANDING: the chunk files `bench.watch_batches` cut (chunk-001.jsonl, ...). All but the last
 are ingested with their checks into a scratch lakehouse, then the last one's rows without
@@ -8,7 +8,9 @@ them; then, in turn, REPEAT times each: the checks' metrics over the runs' whole
 (`run_metrics`, what `analyze` runs) and from the last check and the new file's rows
 (`previous_metrics` + `metrics_with_new_rows`, what a micro-batch runs), each judged by GX
 (`check_runs`), nothing written. Prints each one's seconds, their medians and the ratio, and
-whether both gave the same check results.
+whether both gave the same check results. --small-frames: both under the SQL settings a
+`watch` micro-batch of a small input runs with (pulsar_audit/spark.py:SMALL_FRAMES_CONF).
+--reuse: the scratch lakehouse of an earlier run, not ingested again.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ingest import traces
 from jobs.ingest import ingest_traces
 from pulsar_audit.config import load_config
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.spark import SMALL_FRAMES_CONF, session_settings
 from pulsar_audit.storage import FileStore
 
 
@@ -38,16 +41,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("landing", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/pulsar-audit-bench-checks"))
+    parser.add_argument("--small-frames", action="store_true", help="a micro-batch's settings")
+    parser.add_argument("--reuse", action="store_true", help="the scratch lakehouse as it is")
     args = parser.parse_args(argv)
     spark = local_spark(args.scratch / "spark")
     lakehouse = Lakehouse(spark, load_config("local", lakehouse=str(args.scratch / "lh")))
     lakehouse.create_all()
     store = FileStore(spark)
     chunks = [store.status(str(p)) for p in sorted(args.landing.glob("chunk-*.jsonl"))]
-    for chunk in chunks[:-1]:
-        ingest_traces(lakehouse, args.landing, listed=[chunk])
-    runs = traces.ingest_traces(lakehouse, args.landing, ROW_GATE, None, chunks[-1:]).runs
     new_files = [chunks[-1].path]
+    if args.reuse:
+        of_new = lakehouse.read("run_files").filter(F.col("source_file").isin(new_files))
+        runs = sorted({r["run_id"] for r in of_new.select("run_id").collect()})
+    else:
+        for chunk in chunks[:-1]:
+            ingest_traces(lakehouse, args.landing, listed=[chunk])
+        runs = traces.ingest_traces(lakehouse, args.landing, ROW_GATE, None, chunks[-1:]).runs
     at = datetime.now(UTC).replace(tzinfo=None)
     of_runs = F.col("run_id").isin(runs)
     is_new = F.col("source_file").isin(new_files)
@@ -71,13 +80,15 @@ def main(argv: list[str] | None = None) -> None:
 
     seconds: dict[bool, list[float]] = {False: [], True: []}
     answers: dict[bool, list[tuple]] = {}
-    for _ in range(args.repeat):
-        for incremental in (False, True):
-            started = time.monotonic()
-            answers[incremental] = judged(incremental)
-            seconds[incremental].append(time.monotonic() - started)
+    settings = SMALL_FRAMES_CONF if args.small_frames else {}
+    with session_settings(spark, settings):
+        for _ in range(args.repeat):
+            for incremental in (False, True):
+                started = time.monotonic()
+                answers[incremental] = judged(incremental)
+                seconds[incremental].append(time.monotonic() - started)
     whole, new = (statistics.median(seconds[k]) for k in (False, True))
-    print(f"{len(chunks)} chunks, runs {runs}; the last chunk's rows new")
+    print(f"{len(chunks)} chunks, runs {runs}; the last chunk's rows new; settings {settings}")
     print(
         f"whole-run checks: {', '.join(f'{s:.1f}' for s in seconds[False])} s (median {whole:.1f})"
     )

@@ -25,44 +25,28 @@ def _frame(spark, schema, rows: list[dict]):  # noqa: ANN001, ANN202
     )
 
 
+def _events(spark, schema, columns: str, rows, **fixed):  # noqa: ANN001, ANN202
+    """Run r1's rows: the values of `columns` (space-separated) each, and `fixed`."""
+    names = columns.split()
+    full = [{"run_id": "r1", **fixed, **dict(zip(names, r, strict=True))} for r in rows]
+    return _frame(spark, schema, full)
+
+
 def producer(spark, rows):  # noqa: ANN001, ANN201
-    """rows: (file, client, event, seq, event_index)"""
-    return _frame(
-        spark,
-        PRODUCER_EVENTS,
-        [
-            {"run_id": "r1", "source_file": f, "client": c, "event": e, "seq": s, "event_index": i}
-            | ({"ledger_id": 1, "entry_id": s} if e == "ack" else {})
-            for f, c, e, s, i in rows
-        ],
-    )
+    return _events(spark, PRODUCER_EVENTS, "source_file client event seq event_index", rows)
 
 
 def consumer(spark, rows):  # noqa: ANN001, ANN201
-    """rows: (file, event, producer, seq, event_index) of consumer c1"""
-    return _frame(
-        spark,
-        CONSUMER_EVENTS,
-        [
-            {"run_id": "r1", "source_file": f, "client": "c1", "subscription": "s", "event": e}
-            | {"producer": p, "seq": s, "event_index": i}
-            for f, e, p, s, i in rows
-        ],
-    )
+    columns = "source_file event producer seq event_index"
+    return _events(spark, CONSUMER_EVENTS, columns, rows, client="c1", subscription="s")
 
 
 def configs(spark, rows):  # noqa: ANN001, ANN201
-    """rows: (file, deduplication)"""
-    return _frame(
-        spark,
-        RUN_EVENTS,
-        [
-            {"run_id": "r1", "source_file": f, "client": "h", "event": "config", "deduplication": d}
-            for f, d in rows
-        ],
-    )
+    columns = "source_file deduplication"
+    return _events(spark, RUN_EVENTS, columns, rows, client="h", event="config")
 
 
+# (file, client, event, seq, event_index)
 PRODUCED = [
     (EARLIER, "p", "send", 1, 0),
     (EARLIER, "p", "send", 2, 1),
@@ -71,6 +55,7 @@ PRODUCED = [
     (NEW, "p", "ack", 9, 4),  # an orphan
     (NEW, "p", "send", 4, 2),  # event_index 2 again (the earlier ack's)
 ]
+# (file, event, producer, seq, event_index) of consumer c1
 CONSUMED = [
     (EARLIER, "receive", None, 1, 0),  # the topic's only producer: p
     (NEW, "receive", None, 2, 1),
