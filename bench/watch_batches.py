@@ -14,7 +14,9 @@ the ratio, measured in the same command, is what to compare.
 --trace: a simulated trace written before (same --messages; the simulation takes minutes).
 --baseline: another checkout of pulsar-audit (e.g. `git archive` of an earlier commit, with
 this one's .cache linked in) whose `watch` runs first on the same landing folder, into its
-own lakehouse: before and after, beside the same analyze, in one command.
+own lakehouse: before and after, beside the same analyze, in one command. Given several
+times (baseline, baseline2, ...: e.g. the commits between two changes), each watches in turn,
+so that each change's effect is measured in the same command.
 --profile: each watch writes Spark's event log (bench/profiling.py), and its micro-batches'
 Spark jobs, their seconds and executor CPU per stage are printed (bench/watch_profile.py).
 """
@@ -125,7 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=3)
     parser.add_argument("--workdir", default="/tmp/pulsar-audit-bench-watch")
     parser.add_argument("--trace", help="a simulated trace of --messages written before")
-    parser.add_argument("--baseline", metavar="CHECKOUT", help="also watch with this checkout")
+    parser.add_argument(
+        "--baseline", metavar="CHECKOUT", action="append", help="also watch with this checkout"
+    )
     parser.add_argument("--profile", action="store_true", help="Spark jobs per stage")
     args = parser.parse_args(argv)
     work = Path(args.workdir)
@@ -138,7 +142,10 @@ def main(argv: list[str] | None = None) -> None:
     sizes = cut_into_chunks(trace, work / "landing", args.chunks)
     print(f"{int(args.messages):,} messages: {len(sizes)} chunks of {sizes} events")
 
-    watches = [("baseline", args.baseline)] if args.baseline else []
+    watches = [
+        (f"baseline{n if n > 1 else ''}", code)
+        for n, code in enumerate(args.baseline or [], start=1)
+    ]
     results = [
         (name, *watched(work, name, code, args.profile))
         for name, code in [*watches, ("watch", None)]
@@ -147,8 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     analyze_wall, _ = timed(analyze, work / "analyze.log")
 
     print(f"analyze (cold process, whole trace): {analyze_wall:.1f} s")
+    checkouts = dict(watches)
     for name, wall, batches in results:
-        code = args.baseline if name == "baseline" else "this checkout"
+        code = checkouts.get(name, "this checkout")
         print(
             f"{name} ({code}; cold process, {len(batches)} micro-batches and the final "
             f"analyze): {wall:.1f} s"

@@ -54,9 +54,12 @@ def _count_where(condition: Column, name: str) -> Column:
     return F.sum(F.when(condition, 1).otherwise(0)).cast("long").alias(name)
 
 
-def _message_counts(producer: DataFrame, consumer: DataFrame) -> DataFrame:
+def _message_counts(producer: DataFrame, consumer: DataFrame, producers: DataFrame) -> DataFrame:
     """Per run: sends, orphan_acks, receives_never_sent, unresolved_producer — from one
-    aggregation per message of the producer events and the resolved receives together."""
+    aggregation per message of the producer events and the resolved receives together.
+
+    producers: (run_id, topic, client) of every producer event, whose topics' only producer
+    a receive without one belongs to."""
     flags = ("_send", "_completion", "_receive", "_unresolved")
 
     def rows(df: DataFrame, producer_col: Column, **set_flags: Column) -> DataFrame:
@@ -67,7 +70,7 @@ def _message_counts(producer: DataFrame, consumer: DataFrame) -> DataFrame:
             *[set_flags.get(f, F.lit(0)).cast("long").alias(f) for f in flags],
         )
 
-    receives = with_sole_producer(consumer.filter(F.col("event") == "receive"), producer)
+    receives = with_sole_producer(consumer.filter(F.col("event") == "receive"), producers)
     resolved = F.col("producer").isNotNull()
     events = rows(
         producer,
@@ -112,12 +115,18 @@ def _duplicate_event_indexes(producer: DataFrame, consumer: DataFrame) -> DataFr
 
 
 def run_metrics(
-    producer: DataFrame, consumer: DataFrame, run: DataFrame, quarantine: DataFrame
+    producer: DataFrame,
+    consumer: DataFrame,
+    run: DataFrame,
+    quarantine: DataFrame,
+    producers: DataFrame | None = None,
 ) -> DataFrame:
     """One row per run with every metric of TABLE_METRICS (inputs already filtered to the runs).
 
     A few aggregations unioned and summed per run (no join per metric): a check costs a
-    handful of Spark stages whatever the number of metrics.
+    handful of Spark stages whatever the number of metrics. producers: whose only producer of
+    a topic a receive without one belongs to (default: `producer`'s; checks/incremental.py
+    passes all of the run's when `producer` holds only some of its rows).
     """
     config_cols = ["ensemble_size", "write_quorum", "ack_quorum", "deduplication"]
     configs = (
@@ -134,7 +143,7 @@ def run_metrics(
         ]
     )
     parts = [
-        _message_counts(producer, consumer),
+        _message_counts(producer, consumer, producer if producers is None else producers),
         _duplicate_event_indexes(producer, consumer),
         configs,
         quarantined,

@@ -5,10 +5,11 @@ A Spark Structured Streaming query over the landing folder notices each new trac
 feeds its files through the ingest `analyze` runs — the checks' row rules and table checks
 (jobs/ingest.py) — folds their events into the live state and judges the runs it touched
 from it (jobs/live_state.py) into gold.provisional, whose rows go to the alert sinks once
-each. A run whose every consumer has ended is reconciled: its full pipeline
-(pipelines/runs_job.py), then each provisional finding confirmed by a batch finding or
-withdrawn. On leaving (--once, --until-idle) `analyze` runs on the folder
-and the ended runs are reconciled with its findings (all runs with `final`).
+each. A run whose every consumer has ended is reconciled after the micro-batch that saw
+the end has returned (jobs/live_reconcile.py): its full pipeline (pipelines/runs_job.py),
+then each provisional finding confirmed by a batch finding or withdrawn. On leaving (--once,
+--until-idle) `analyze` runs on the folder and the ended runs are reconciled with its
+findings (all runs with `final`).
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ from pyspark.sql import types as T
 from ingest.traces import TRACE_SUFFIXES
 from jobs.analyze import analyze
 from jobs.ingest import ingest_traces
-from jobs.live_state import Judged, finding_ids, fold_batch, judge, record_settled
+from jobs.live_reconcile import ended_runs, pending_runs, record_reconciled, settle
+from jobs.live_state import Judged, finding_ids, fold_batch, judge
 from jobs.stages import Progress, stage
-from pipelines import live
-from pipelines.runs_job import read_bronze, run_pipeline
-from pipelines.silver import subscriptions
+from pipelines.runs_job import run_pipeline
 from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.spark import SMALL_FRAMES_CONF, session_settings
 from pulsar_audit.storage import FileStat, FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
@@ -100,32 +101,6 @@ def trace_files(lakehouse: Lakehouse, path: str, max_files: int) -> DataFrame:
     )
 
 
-def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
-    """Those of `runs` whose every traced consumer has written its `end` event."""
-    if not runs:
-        return []
-    bronze = read_bronze(lakehouse).for_runs(runs)
-    ended = live.ended_runs(subscriptions(bronze.consumer_events, bronze.producer_events))
-    return sorted(row["run_id"] for row in ended.collect())
-
-
-def settle(lakehouse: Lakehouse, runs: list[str], final: list[str], batch_id: int) -> None:
-    """Confirm or withdraw the open provisional findings of `runs` against gold as it is;
-    those of the `final` runs are all settled (the run is over)."""
-    if not runs:
-        return
-    of_runs = F.col("run_id").isin(runs)
-    anomalies = lakehouse.read("anomalies").filter(of_runs)
-    updates = live.resolved(
-        lakehouse.read("provisional").filter(of_runs),
-        live.batch_findings(anomalies, lakehouse.read("outages").filter(of_runs)),
-        live.as_provisional(anomalies, live.STILL_MISSING),
-        F.col("run_id").isin(final),
-        batch_id,
-    ).collect()
-    record_settled(lakehouse, updates)
-
-
 def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, Any]:
     """Raise an alert per provisional finding of `runs` not raised yet, send what is pending."""
     if not config.alerts.sinks:
@@ -155,15 +130,21 @@ class Watch:
         self.done = Watched()
         self._busy = threading.Lock()
         self._last_active = time.monotonic()
+        self._ended_seen = False
 
     def on_batch(self, batch: DataFrame, batch_id: int) -> None:
         """One micro-batch: its files (one row each) through ingest, into the live state,
-        judged; a run whose every consumer ended is reconciled (its full pipeline)."""
+        judged; a run whose every consumer ended is only noted (its end is in the state it
+        commits) and reconciled once the micro-batch has returned (`reconcile_pending`)."""
         with self._busy:
             store = FileStore(self.lakehouse.spark)
             files = [store.status(row["path"]) for row in batch.collect()]
-            with stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress):
-                if defers(self.lakehouse, sum(f.size_bytes for f in files)):
+            small = defers(self.lakehouse, sum(f.size_bytes for f in files))
+            with (
+                stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress),
+                session_settings(self.lakehouse.spark, SMALL_FRAMES_CONF if small else {}),
+            ):
+                if small:
                     # as analyze does for an input this small: each table committed once
                     job = DeferredLakehouse(self.lakehouse)
                     try:
@@ -178,14 +159,13 @@ class Watch:
                 if judged.runs:  # on what is committed: a finding or a send is never deferred
                     with stage("provisional findings", self.progress):
                         judge(self.lakehouse, judged, batch_id)
-                    if judged.ended:
-                        self._reconcile(judged.ended, batch_id)
                     with stage("alerts", self.progress):
                         alert(self.lakehouse, self.config, judged.runs)
             self.done.batches += 1
             self.done.files += len(files)
             self.done.last_batch = batch_id
             self.done.runs.update(judged.runs)
+            self._ended_seen = self._ended_seen or bool(judged.ended)
             if self.after_batch:
                 self.after_batch(batch_id, [f.path for f in files], judged.runs)
             self._last_active = time.monotonic()
@@ -193,6 +173,8 @@ class Watch:
     def _take_in(self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int) -> Judged:
         """Ingest a micro-batch's files and fold their events into the live state."""
         with stage("ingest traces", self.progress):
+            # the table checks judge the runs whole: their incremental form
+            # (checks/incremental.py) measured 4x slower on a 10^4 run (docs/live.md)
             ingest_traces(lakehouse, self.path, self.progress, listed=files)
         # the batch's runs from the files' lineage: a batch replayed after a crash, whose
         # files are ingested already, judges them again
@@ -201,12 +183,21 @@ class Watch:
         with stage("live state", self.progress):
             return fold_batch(lakehouse, self.config, paths, runs, batch_id)
 
-    def _reconcile(self, runs: list[str], batch_id: int) -> None:
-        """Runs whose every consumer ended: their full pipeline (analyze's), then every open
-        finding of them confirmed by a batch finding or withdrawn."""
-        with stage("reconcile ended runs", self.progress):
-            run_pipeline(self.lakehouse, self.config, run_ids=runs, progress=self.progress)
-            settle(self.lakehouse, runs, runs, batch_id)
+    def reconcile_pending(self) -> None:
+        """Between micro-batches (none runs meanwhile): the runs the live state has ended
+        since they were last reconciled get their full pipeline (analyze's), then every
+        open finding of them confirmed by a batch finding or withdrawn, closed in the
+        micro-batch that ended the run."""
+        with self._busy:
+            self._ended_seen = False
+            pending = pending_runs(self.lakehouse)
+            if not pending:
+                return
+            runs = sorted(pending)
+            with stage(f"reconcile ended runs: {len(runs)}", self.progress):
+                run_pipeline(self.lakehouse, self.config, run_ids=runs, progress=self.progress)
+                settle(self.lakehouse, pending, runs)
+                record_reconciled(self.lakehouse, pending)
 
     def run(self) -> dict[str, Any]:
         """Watch until the files there now are done (once), the folder is idle, or forever;
@@ -218,12 +209,13 @@ class Watch:
             .option("checkpointLocation", opts.checkpoint)
             .queryName("pulsar-audit-watch")
         )
+        self.reconcile_pending()  # a watch killed after a run's end was noted, before this
         if opts.once:
             query = writer.trigger(availableNow=True).start()
         else:
             query = writer.trigger(processingTime=f"{opts.trigger_s} seconds").start()
         try:
-            if opts.once or (opts.until_idle_s is None and opts.stop is None):
+            if opts.once:  # leaving reconciles: its analyze runs every pipeline anyway
                 query.awaitTermination()
             else:
                 self._wait_idle(query, opts.until_idle_s)
@@ -234,8 +226,12 @@ class Watch:
         return self.leave()
 
     def _wait_idle(self, query: Any, idle_s: float | None) -> None:  # noqa: ANN401 - StreamingQuery
+        """Until the query stops, the stop event is set or, with `idle_s`, the folder has been
+        idle that long; reconciling the runs a micro-batch has ended meanwhile."""
         stop = self.options.stop or threading.Event()
         while not query.awaitTermination(0.5):
+            if self._ended_seen:
+                self.reconcile_pending()
             with self._busy:  # never idle while a micro-batch runs
                 if stop.is_set():
                     return
@@ -249,9 +245,12 @@ class Watch:
                 found = analyze(self.lakehouse, self.config, self.path, self.progress)
         except InputError:  # the folder holds no input yet
             found = {"ingest": {}, "runs": []}
-        runs = sorted({r["run_id"] for r in found["runs"]} | self.done.runs)
+        pending = pending_runs(self.lakehouse)
+        runs = sorted({r["run_id"] for r in found["runs"]} | self.done.runs | set(pending))
         reconciled = runs if self.options.final else ended_runs(self.lakehouse, runs)
-        settle(self.lakehouse, runs, reconciled, self.done.last_batch)
+        # a run the live state ended is closed in the micro-batch that ended it
+        settle(self.lakehouse, {r: pending.get(r, self.done.last_batch) for r in runs}, reconciled)
+        record_reconciled(self.lakehouse, {r: b for r, b in pending.items() if r in reconciled})
         sent = alert(self.lakehouse, self.config, runs) if runs else {}
         return {
             "batches": self.done.batches,

@@ -616,6 +616,18 @@ LIVE_RUNS = T.StructType(
 )
 
 
+# One ended run `watch` has reconciled (its full pipeline, its open findings settled) outside
+# its micro-batches (jobs/live_reconcile.py): up to which folded micro-batch. An ended run
+# folded since (live_runs.folded_batch higher) is to be reconciled again.
+LIVE_RECONCILED = T.StructType(
+    [
+        _f("run_id", _STR, False),
+        _f("reconciled_batch", _LONG, False),
+        _f("reconciled_at", _TS, False),
+    ]
+)
+
+
 # The live state tables, committed together after bronze's manifest (pulsar_audit/deferred.py).
 LIVE_STATE_TABLES = (
     "live_in_flight",
@@ -689,6 +701,7 @@ TABLES: dict[str, TableSpec] = {
             "silver", "live_consumers", LIVE_CONSUMERS, ("run_id", "consumer", "subscription")
         ),
         TableSpec("silver", "live_runs", LIVE_RUNS, ("run_id",)),
+        TableSpec("silver", "live_reconciled", LIVE_RECONCILED, ("run_id",)),
     ]
 }
 

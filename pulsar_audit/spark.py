@@ -64,6 +64,11 @@ SMALL_INPUT_CONF = {
     ),
 }
 
+# What a running session can take of SMALL_INPUT_CONF (its SQL settings), for a small job
+# inside a session made for larger ones: a `watch` micro-batch of a small input, whose every
+# shuffle would otherwise be its own adaptive job over mostly empty partitions.
+SMALL_FRAMES_CONF = {k: v for k, v in SMALL_INPUT_CONF.items() if k.startswith("spark.sql.")}
+
 
 # A local driver's threads (the scheduler's, which serializes each task, and the executor's,
 # which deserializes it) recurse once per level of a stage's RDD lineage: without code

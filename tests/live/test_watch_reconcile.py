@@ -1,0 +1,56 @@
+"""`watch` reconciles an ended run after the micro-batch that saw its end, not inside it
+(jobs/live_reconcile.py), and a watch killed between the two reconciles the run when it
+starts again. Real Spark, real Delta: the micro-batches are `Watch.on_batch` called as the
+streaming query calls it (the query itself is tested in test_watch.py). Opt-in like the other
+live tests (`-m live_long`): four micro-batches and a run's pipeline, 2 min on a quiet machine,
+10 at load average 15."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from live_trace import RUN, write_chunk
+from watch_results import AFTER_CHUNK_3, findings
+
+from jobs.live import Watch, WatchOptions, provisional_rows
+from jobs.live_reconcile import pending_runs
+from pulsar_audit.local_frames import local_frame
+
+pytestmark = pytest.mark.live_long
+
+# what the reconciliation settles (watch_results.py) is still open after the micro-batches
+NOT_RECONCILED = [
+    ("out_of_order", 5, 2, "open", None),
+    ("outage_in_progress", None, 0, "confirmed", 1),
+    ("suspected_loss", 5, 1, "open", None),
+    ("suspected_loss", 10, 1, "open", None),
+]
+
+
+def test_an_ended_run_noted_by_its_micro_batch_is_reconciled_by_the_restarted_watch(
+    lakehouse, config, tmp_path: Path
+) -> None:
+    lakehouse.create_all()
+    landing = tmp_path / "landing"
+    options = WatchOptions(checkpoint=str(tmp_path / "checkpoint"), once=True)
+    first = Watch(lakehouse, config, landing, options)
+    for batch_id, number in enumerate((1, 2, 3)):
+        path = write_chunk(landing, number)
+        first.on_batch(local_frame(lakehouse.spark, [(str(path),)], "path string"), batch_id)
+
+    # chunk 3 ends the run: the micro-batch noted it and returned; the watch is killed here
+    assert findings({"provisional": provisional_rows(lakehouse, [RUN])}) == NOT_RECONCILED
+    assert pending_runs(lakehouse) == {RUN: 2}
+    assert lakehouse.read("anomalies").count() == 0
+
+    Watch(lakehouse, config, landing, options).reconcile_pending()  # as the restart does
+
+    reconciled = provisional_rows(lakehouse, [RUN])
+    assert findings({"provisional": reconciled}) == AFTER_CHUNK_3
+    [lost] = lakehouse.read("anomalies").filter("kind = 'lost'").collect()
+    assert lost.anomaly_id in {r["resolved_by"] for r in reconciled}
+    assert pending_runs(lakehouse) == {}
+    assert [
+        (r.run_id, r.reconciled_batch) for r in lakehouse.read("live_reconciled").collect()
+    ] == [(RUN, 2)]
