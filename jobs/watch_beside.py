@@ -64,10 +64,11 @@ class WatchBeside:
             text=True,
             start_new_session=True,  # its own group: a kill takes its JVM too
         )
-        self._read(self.proc.stdout, self._stdout.append)
         log = (self.home / "watch.log").open("w")
-        self._read(self.proc.stderr, lambda line: self._on_stderr(line, log), log.close)
+        # said before the readers start: the child's first micro-batch line comes after it
         self.say(f"watch of {self.landing} started (pid {self.proc.pid}, log {log.name})")
+        self._read(self.proc.stdout, self._stdout.append)
+        self._read(self.proc.stderr, lambda line: self._on_stderr(line, log), log.close)
         return self
 
     def __exit__(self, kind: type | None, *exc: object) -> None:
@@ -91,8 +92,9 @@ class WatchBeside:
             with contextlib.suppress(ValueError):
                 view = json.loads(line)
         if isinstance(view, dict) and "micro_batch" in view:
-            self.views.append(view)
+            # said before it is counted: whoever waits for the count finds it on the terminal
             self.say("\n".join(f"watch | {text}" for text in batch_text(view).splitlines()))
+            self.views.append(view)
         else:
             log.write(line)
             log.flush()

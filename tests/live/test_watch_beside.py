@@ -88,7 +88,7 @@ def test_a_child_that_does_not_leave_is_killed_with_its_group(tmp_path) -> None:
         code = beside._stop(timeout_s=1)
 
     assert code is None and said[-1] == "watch did not leave within 1 s: killed"
-    assert _group_alive(group) == []  # the grandchild went with the group
+    _wait_for(lambda: _group_alive(group) == [], 10)  # the grandchild went with the group
 
 
 def test_a_failed_capture_takes_the_watch_down(tmp_path) -> None:
