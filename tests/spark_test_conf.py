@@ -3,10 +3,14 @@ conftest.py, so `from conftest import …` finds whichever comes first on sys.pa
 
 TEST_SPARK_CONF = {
     "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
+    # One partition per shuffle and per local frame, as the product's small-input session
+    # (pulsar_audit/spark.py SMALL_INPUT_CONF): a test's rows are a few thousand at most, so
+    # a second task per stage is scheduling, serialization and a second output file for
+    # nothing (docs/performance.md, "Session 22: the suite": 0.86 of the CPU of an analyze).
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
     "spark.databricks.delta.snapshotPartitions": "1",
-    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "1",
     "spark.driver.memory": "2g",
     # Tests run many tiny multi-stage plans: adaptive execution and code generation only add
     # overhead there (about half of each test's time).
@@ -24,5 +28,13 @@ TEST_SPARK_CONF = {
     ),
 }
 
-# The Spark JVMs that tests start in child processes run with the same settings.
-CHILD_SPARK_CONF = dict(TEST_SPARK_CONF)
+# The Spark JVMs that tests start in child processes run with the same settings, but two
+# partitions: the reliability suites' children (killed at a point, run side by side) keep the
+# plans they were written and measured with (session 21: one partition was within the noise
+# there).
+CHILD_SPARK_CONF = {
+    **TEST_SPARK_CONF,
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+}

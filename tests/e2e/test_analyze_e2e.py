@@ -1,13 +1,15 @@
-"""End to end: `pulsar-audit analyze --json` on hand-written runs with known injected anomalies."""
+"""End to end: `pulsar-audit analyze --json` on hand-written runs with known injected anomalies.
+
+The real CLI, in process (tests/in_process_cli.py: the tests' Spark session, no JVM start per
+command); the same command as a child process is run by the reliability suites."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from in_process_cli import cli_in_process
 from literal_runs import T0_MS, RunSpec, write_run
 
 from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
@@ -136,19 +138,19 @@ def _write_folder(folder: Path) -> None:
     (folder / "run-orphan-extra.jsonl").write_text(json.dumps(orphan) + "\n")
 
 
-def _analyze(folder: Path, lakehouse: Path, *extra: str) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).parent / "pulsar-audit"
-    cmd = [str(exe), "analyze", str(folder), "--lakehouse", str(lakehouse), "--json", *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+def _analyze(spark, folder: Path, lakehouse: Path, *extra: str) -> tuple[int, str, str]:  # noqa: ANN001
+    """`pulsar-audit analyze FOLDER --json` (exit code, stdout, stderr)."""
+    argv = ("analyze", str(folder), "--lakehouse", str(lakehouse), "--json", *extra)
+    return cli_in_process(spark, *argv)
 
 
 @pytest.mark.slow
-def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path):
+def test_analyze_reports_every_injected_anomaly_twice_identically(spark, tmp_path: Path):
     folder = tmp_path / "traces"
     _write_folder(folder)
-    first = _analyze(folder, tmp_path / "lakehouse", "--fail-on-anomaly")
-    assert first.returncode == 1, first.stderr[-3000:]
-    result = json.loads(first.stdout)
+    code, out, err = _analyze(spark, folder, tmp_path / "lakehouse", "--fail-on-anomaly")
+    assert code == 1, err[-3000:]
+    result = json.loads(out)
     assert result["ingest"] == {"files": 17, "records": 2225, "accepted": 2225, "quarantined": 0}
     assert result["runs"] == _expected_runs()
     assert [len(o.pop("outage_id")) for o in result["outages"]] == [64]
@@ -166,9 +168,9 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(tmp_path: Path
         }
     ]
 
-    second = _analyze(folder, tmp_path / "lakehouse")
-    assert second.returncode == 0, second.stderr[-3000:]
-    again = json.loads(second.stdout)
+    code, out, err = _analyze(spark, folder, tmp_path / "lakehouse")
+    assert code == 0, err[-3000:]
+    again = json.loads(out)
     for outage in again["outages"]:
         outage.pop("outage_id")
     assert again["ingest"] == {"files": 0, "records": 0, "accepted": 0, "quarantined": 0}
