@@ -54,12 +54,9 @@ def _count_where(condition: Column, name: str) -> Column:
     return F.sum(F.when(condition, 1).otherwise(0)).cast("long").alias(name)
 
 
-def _message_counts(producer: DataFrame, consumer: DataFrame, producers: DataFrame) -> DataFrame:
+def _message_counts(producer: DataFrame, consumer: DataFrame) -> DataFrame:
     """Per run: sends, orphan_acks, receives_never_sent, unresolved_producer — from one
-    aggregation per message of the producer events and the resolved receives together.
-
-    producers: (run_id, topic, client) of every producer event, whose topics' only producer
-    a receive without one belongs to."""
+    aggregation per message of the producer events and the resolved receives together."""
     flags = ("_send", "_completion", "_receive", "_unresolved")
 
     def rows(df: DataFrame, producer_col: Column, **set_flags: Column) -> DataFrame:
@@ -70,7 +67,7 @@ def _message_counts(producer: DataFrame, consumer: DataFrame, producers: DataFra
             *[set_flags.get(f, F.lit(0)).cast("long").alias(f) for f in flags],
         )
 
-    receives = with_sole_producer(consumer.filter(F.col("event") == "receive"), producers)
+    receives = with_sole_producer(consumer.filter(F.col("event") == "receive"), producer)
     resolved = F.col("producer").isNotNull()
     events = rows(
         producer,
@@ -115,18 +112,12 @@ def _duplicate_event_indexes(producer: DataFrame, consumer: DataFrame) -> DataFr
 
 
 def run_metrics(
-    producer: DataFrame,
-    consumer: DataFrame,
-    run: DataFrame,
-    quarantine: DataFrame,
-    producers: DataFrame | None = None,
+    producer: DataFrame, consumer: DataFrame, run: DataFrame, quarantine: DataFrame
 ) -> DataFrame:
     """One row per run with every metric of TABLE_METRICS (inputs already filtered to the runs).
 
     A few aggregations unioned and summed per run (no join per metric): a check costs a
-    handful of Spark stages whatever the number of metrics. producers: whose only producer of
-    a topic a receive without one belongs to (default: `producer`'s; checks/incremental.py
-    passes all of the run's when `producer` holds only some of its rows).
+    handful of Spark stages whatever the number of metrics.
     """
     config_cols = ["ensemble_size", "write_quorum", "ack_quorum", "deduplication"]
     configs = (
@@ -143,7 +134,7 @@ def run_metrics(
         ]
     )
     parts = [
-        _message_counts(producer, consumer, producer if producers is None else producers),
+        _message_counts(producer, consumer),
         _duplicate_event_indexes(producer, consumer),
         configs,
         quarantined,

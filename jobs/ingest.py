@@ -28,14 +28,11 @@ def ingest_traces(
     path: str | Path,
     progress: Progress | None = None,
     listed: list[FileStat] | None = None,
-    incremental_checks: bool = False,
 ) -> IngestReport:
     """Ingest every new trace file under `path` (ingest/traces.py), then check the runs it
     touched; the report's runs are those checked.
 
     listed: the files under `path` when the caller has listed them already.
-    incremental_checks: `listed` are new files of runs checked before (a `watch` micro-batch):
-    the table checks judge what their rows change (checks/run_checks.py) where they can.
     """
     report = traces.ingest_traces(lakehouse, path, ROW_GATE, progress, listed)
     # an ingest killed after its last manifest write but before the checks left runs unchecked
@@ -44,8 +41,7 @@ def ingest_traces(
         if progress:
             progress(f"checking {len(runs)} run(s)")
         now = datetime.now(UTC).replace(tzinfo=None)
-        new_files = [f.path for f in listed or []] if incremental_checks else None
-        check_ingested_runs(lakehouse, runs, str(uuid.uuid4()), now, new_files)
+        check_ingested_runs(lakehouse, runs, str(uuid.uuid4()), now)
     return replace(report, runs=runs)
 
 

@@ -173,8 +173,8 @@ class Watch:
     def _take_in(self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int) -> Judged:
         """Ingest a micro-batch's files and fold their events into the live state."""
         with stage("ingest traces", self.progress):
-            # the table checks judge the runs whole: their incremental form
-            # (checks/incremental.py) measured 4x slower on a 10^4 run (docs/live.md)
+            # the table checks judge the runs whole: an incremental form measured 4x
+            # slower on a 10^4 run (docs/live.md)
             ingest_traces(lakehouse, self.path, self.progress, listed=files)
         # the batch's runs from the files' lineage: a batch replayed after a crash, whose
         # files are ingested already, judges them again
