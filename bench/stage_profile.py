@@ -32,6 +32,7 @@ STAGE_LINE = re.compile(r"^(\S+ \S+),(\d{3}) INFO jobs\.\w+: stage (.+): ([0-9.]
 COMPRESSED_SUFFIXES = (".zstd", ".lz4", ".lzf", ".snappy")
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 APP_END = "SparkListenerApplicationEnd"
+IN_PROGRESS = ".inprogress"  # the suffix of a log Spark is still writing
 
 
 @dataclass
@@ -302,15 +303,24 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def event_log_file(directory: Path) -> Path:
+def event_log_file(directory: Path, settle_s: float = 30.0) -> Path:
     """The one event log Spark wrote into `directory` (a file, or Spark 4's rolling folder
-    `eventlog_v2_*` holding one `events_*` file while no rolling size is reached)."""
-    found = [p for p in directory.iterdir() if not p.name.startswith(".")]
-    if len(found) == 1 and found[0].is_dir():
-        found = sorted(p for p in found[0].iterdir() if p.name.startswith("events_"))
-    if len(found) != 1:
-        raise ValueError(f"{directory}: expected one Spark event log, found {len(found)}")
-    return found[0]
+    `eventlog_v2_*` holding one `events_*` file while no rolling size is reached).
+
+    A job's process can exit while its driver JVM is still stopping: the log is then still
+    `….inprogress` and renamed a moment later. Waits up to `settle_s` for the final name, then
+    takes the file under whichever name it has.
+    """
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = [p for p in directory.iterdir() if not p.name.startswith(".")]
+        if len(found) == 1 and found[0].is_dir():
+            found = sorted(p for p in found[0].iterdir() if p.name.startswith("events_"))
+        if len(found) != 1:
+            raise ValueError(f"{directory}: expected one Spark event log, found {len(found)}")
+        if not found[0].name.endswith(IN_PROGRESS) or time.monotonic() >= deadline:
+            return found[0]
+        time.sleep(0.2)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,13 +1,80 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: .venv with the package and dev extras, and the JVM
 # jars resolved by Maven into the git-ignored .cache/jars. A second run skips what is done.
+#
+# What waits on the network or on apt-get (the Pulsar server's jars, Chromium, iptables) runs
+# in the background beside the CPU-bound steps (pip, the driver's class-data archive); each
+# background step's output is kept in .cache/setup/STEP.log and shown if it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 python=${PYTHON:-python3.11}
 command -v "$python" >/dev/null || python=python3
+logs="$root/.cache/setup"
+mkdir -p "$logs"
 
 stamp_of() { cat "$@" | sha256sum | cut -c1-16; }
+
+# background STEP FUNCTION: run FUNCTION in the background, its output in $logs/STEP.log
+declare -A started=()
+background() {
+  "$2" >"$logs/$1.log" 2>&1 &
+  started[$1]=$!
+}
+# finish STEP: wait for a background step; if it failed, show its output and fail setup
+finish() {
+  local pid=${started[$1]:-}
+  [ -n "$pid" ] || return 0
+  if ! wait "$pid"; then
+    echo "setup: $1 failed; its output ($logs/$1.log):" >&2
+    cat "$logs/$1.log" >&2
+    exit 1
+  fi
+  unset "started[$1]"
+}
+
+# maven_resolve POM OUT [ARGS...]: the runtime dependencies of POM copied into OUT, once per POM
+maven_resolve() {
+  local pom=$1 out=$2 want
+  shift 2
+  want=$(stamp_of "$pom")
+  [ "$(cat "$out/.resolved" 2>/dev/null)" != "$want" ] || return 0
+  rm -rf "$out" && mkdir -p "$out"
+  mvn --batch-mode --quiet -f "$pom" -Dmaven.repo.local="$root/.cache/m2" \
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out" "$@"
+  echo "$want" > "$out/.resolved"
+}
+delta_jars() { maven_resolve jvm/pom.xml "$root/.cache/jars"; }
+pulsar_jars() {
+  maven_resolve jvm/pulsar/pom.xml "$root/.cache/pulsar/lib" -Dmdep.prependGroupId=true
+}
+needs_resolving() { [ "$(cat "$2/.resolved" 2>/dev/null)" != "$(stamp_of "$1")" ]; }
+
+# Headless Chromium (Debian's package) renders the HTML report in tests; the chaos scenarios
+# that cut network links run each Pulsar process in its own network namespace and drop packets
+# with iptables (Debian's iproute2 and iptables). Installed when missing and we may (root with
+# apt-get); otherwise those tests skip, saying why.
+missing_packages() {
+  command -v chromium >/dev/null || echo chromium
+  command -v ip >/dev/null || echo iproute2
+  command -v iptables >/dev/null || echo iptables
+}
+system_packages() {
+  apt-get update -qq
+  # shellcheck disable=SC2046
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(missing_packages) >/dev/null
+}
+if [ -n "$(missing_packages)" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "setup: installing $(missing_packages | xargs) with apt-get (in the background)"
+  background apt system_packages
+fi
+
+# Maven runs one at a time (both share .cache/m2): Delta's jars first, which the archive
+# below needs, then the Pulsar server's, which only the capture tests need.
+if needs_resolving jvm/pom.xml "$root/.cache/jars"; then
+  echo "setup: resolving JVM jars with Maven into .cache/jars (in the background)"
+  background delta-jars delta_jars
+fi
 
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($python --version)"
@@ -21,27 +88,10 @@ if [ "$(cat .venv/.pulsar-audit-installed 2>/dev/null)" != "$want" ]; then
   echo "$want" > .venv/.pulsar-audit-installed
 fi
 
-jars="$root/.cache/jars"
-want=$(stamp_of jvm/pom.xml)
-if [ "$(cat "$jars/.resolved" 2>/dev/null)" != "$want" ]; then
-  echo "setup: resolving JVM jars with Maven into .cache/jars"
-  rm -rf "$jars" && mkdir -p "$jars"
-  mvn --batch-mode --quiet -f jvm/pom.xml \
-    -Dmaven.repo.local="$root/.cache/m2" \
-    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$jars"
-  echo "$want" > "$jars/.resolved"
-fi
-
-pulsar_lib="$root/.cache/pulsar/lib"
-want=$(stamp_of jvm/pulsar/pom.xml)
-if [ "$(cat "$pulsar_lib/.resolved" 2>/dev/null)" != "$want" ]; then
-  echo "setup: resolving Apache Pulsar server jars with Maven into .cache/pulsar/lib"
-  rm -rf "$pulsar_lib" && mkdir -p "$pulsar_lib"
-  mvn --batch-mode --quiet -f jvm/pulsar/pom.xml \
-    -Dmaven.repo.local="$root/.cache/m2" \
-    dependency:copy-dependencies -DincludeScope=runtime -Dmdep.prependGroupId=true \
-    -DoutputDirectory="$pulsar_lib"
-  echo "$want" > "$pulsar_lib/.resolved"
+finish delta-jars
+if needs_resolving jvm/pulsar/pom.xml "$root/.cache/pulsar/lib"; then
+  echo "setup: resolving Apache Pulsar server jars with Maven into .cache/pulsar/lib (in the background)"
+  background pulsar-jars pulsar_jars
 fi
 
 # The local Spark driver's class-data archive (pulsar_audit/jvm_archive.py): once per JDK and
@@ -53,18 +103,5 @@ p = a(); sys.exit(0 if p is None or p.is_file() else 1)"; then
   .venv/bin/python -m jobs.jvm_archive || echo "setup: no class-data archive; Spark drivers start without it"
 fi
 
-# Headless Chromium (Debian's package) renders the HTML report in tests; install it when
-# missing and we may (root with apt-get), otherwise the report's browser tests say why they skip.
-if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "setup: installing chromium with apt-get"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-fi
-
-# The chaos scenarios that cut network links run each Pulsar process in its own network
-# namespace and drop packets with iptables (Debian's iproute2 and iptables): install them when
-# missing and we may, otherwise those tests skip, saying why.
-if { ! command -v iptables >/dev/null || ! command -v ip >/dev/null; } \
-  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "setup: installing iproute2 and iptables with apt-get"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null
-fi
+finish pulsar-jars
+finish apt

@@ -4,6 +4,7 @@ with overlaps counted once, executor CPU, rows, and each commit in the stage tha
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -226,6 +227,31 @@ def test_a_compressed_event_log_is_refused_with_the_setting_to_change(tmp_path: 
     assert log.name == "events_1_local-1.zstd"
     with pytest.raises(ValueError, match=r"compressed .* spark\.eventLog\.compress=false"):
         profile(log, tmp_path / "lakehouse")
+
+
+def test_a_log_still_in_progress_is_taken_under_the_name_spark_renames_it_to(
+    tmp_path: Path,
+) -> None:
+    events = tmp_path / "events"
+    events.mkdir()
+    writing = events / "local-1.inprogress"
+    writing.write_text("{}\n")
+    # the driver JVM stops after its job's process has exited, and renames its log then
+    renamer = threading.Timer(0.5, writing.rename, args=(events / "local-1",))
+    renamer.start()
+
+    log = event_log_file(events)
+
+    renamer.join()
+    assert log == events / "local-1"
+
+
+def test_a_log_never_renamed_is_taken_as_it_is(tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    events.mkdir()
+    (events / "local-1.inprogress").write_text("{}\n")
+
+    assert event_log_file(events, settle_s=0.3) == events / "local-1.inprogress"
 
 
 def test_the_profiling_conf_keeps_the_env_settings_and_adds_the_event_log(tmp_path: Path) -> None:
