@@ -113,13 +113,19 @@ class Lakehouse:
             # the first commit written directly, as Delta's CREATE TABLE writes it: no Spark
             # job (23 of them cost a new lakehouse about 13 s on 2 cores)
             made = self._retry(
-                table, "create", lambda: create_local_table(Path(self.location(table)), spec.schema)
+                table,
+                "create",
+                lambda: create_local_table(
+                    Path(self.location(table)), spec.schema, spec.properties()
+                ),
             )
             self._existing.add(table)
             if made:
                 log.info("created table %s at %s", table, self.location(table))
             return made
         builder = DeltaTable.createIfNotExists(self.spark).addColumns(spec.schema)
+        for key, value in spec.properties().items():
+            builder = builder.property(key, value)
         if self.config.storage == "path":
             clear_uncommitted_log(Path(self.location(table)))
             builder = builder.location(self.location(table))

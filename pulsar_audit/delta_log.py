@@ -1,9 +1,9 @@
 """A local Delta table's log, read and started without Spark: its version, a new table's first
 commit, and what an interrupted creation left.
 
-The first commit is what Delta's `CREATE TABLE` writes for a table without partitions or
-properties (protocol 1/2, the schema as Spark's JSON): the Delta protocol's version-0 file,
-created atomically (a hard link that fails if another job made it first).
+The first commit is what Delta's `CREATE TABLE` writes for a table without partitions
+(protocol 1/2, the schema as Spark's JSON, the table's properties): the Delta protocol's
+version-0 file, created atomically (a hard link that fails if another job made it first).
 """
 
 from __future__ import annotations
@@ -35,8 +35,12 @@ def local_versions(config: Config, tables: Iterable[str]) -> dict[str, int]:
     return {t: -1 if v is None else v for t, v in found.items()}
 
 
-def create_local_table(table_path: Path, schema: StructType) -> bool:
-    """Write version 0 of a new Delta table at `table_path`; False if it already had one."""
+def create_local_table(
+    table_path: Path, schema: StructType, properties: dict[str, str] | None = None
+) -> bool:
+    """Write version 0 of a new Delta table at `table_path` with its table `properties`;
+    False if it already had one."""
+    properties = dict(properties or {})
     clear_uncommitted_log(table_path)
     log_dir = table_path / "_delta_log"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -49,7 +53,7 @@ def create_local_table(table_path: Path, schema: StructType) -> bool:
         "clusterBy": "[]",
         "description": None,
         "isManaged": "false",
-        "properties": "{}",
+        "properties": json.dumps(properties, separators=(",", ":")),
     }
     actions = [
         {
@@ -70,7 +74,7 @@ def create_local_table(table_path: Path, schema: StructType) -> bool:
                 "format": {"provider": "parquet", "options": {}},
                 "schemaString": schema.json(),
                 "partitionColumns": [],
-                "configuration": {},
+                "configuration": properties,
                 "createdTime": now,
             }
         },

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,35 @@ def test_init_creates_every_contract_table_once(lakehouse: Lakehouse):
     assert {name: lakehouse.version(name) for name in TABLES} == versions
     for name, spec in TABLES.items():
         assert lakehouse.read(name).schema == spec.schema, name
+
+
+def test_a_new_table_keeps_file_statistics_only_of_its_run_and_key_columns(
+    spark, lakehouse: Lakehouse
+):
+    from datetime import datetime
+
+    lakehouse.create_all()
+    for name, spec in TABLES.items():
+        detail = spark.sql("DESCRIBE DETAIL delta.`" + lakehouse.location(name) + "`").first()
+        assert detail.properties == spec.properties(), name
+    assert TABLES["message_history"].stats_columns() == (
+        "run_id", "topic", "partition", "producer", "seq"
+    )  # fmt: skip
+    assert TABLES["broker_log"].stats_columns() == ("source_file", "line_number")
+
+    at = datetime(2025, 3, 4, 10, 15, 30)
+    lakehouse.append("run_state", _state(spark, [("r1", "a", at), ("r2", "b", at)]))
+
+    log = Path(lakehouse.location("run_state")) / "_delta_log"
+    adds = [
+        json.loads(line)["add"]
+        for commit in sorted(log.glob("*.json"))
+        for line in commit.read_text().splitlines()
+        if '"add"' in line
+    ]
+    stats = json.loads(adds[-1]["stats"])
+    assert stats["numRecords"] == 2
+    assert stats["minValues"] == {"run_id": "r1"} and stats["maxValues"] == {"run_id": "r2"}
 
 
 def _state(spark, rows):
