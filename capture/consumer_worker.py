@@ -6,13 +6,17 @@ any local user can read; the URL might carry credentials).
 It subscribes, records `subscribe` and prints `{"ready": ...}`; then it receives until stdin
 says `end` (the subscription is drained: it records `end`) or `stop` (it leaves without `end`,
 as a consumer closed mid-run does; so does an EOF). With `consume_rate` R it receives at most R
-messages a second (a slow consumer: a backlog builds while the producer sends faster, read
-from the bookies once it is out of the broker's cache) until stdin says `drain` (the producer
-is done): from then on it receives as fast as it can. Each receive is recorded and handed to the
-OS (`Spool.flush`) *before* the message is acknowledged, so that a kill never leaves a message
-acknowledged but unrecorded. With `nack_every` K, a message whose seq is a multiple of K is
-negatively acknowledged when it arrives with redelivery count 0 (its receive says
-`negative_ack: true`), so that the broker redelivers it after `nack_delay_ms`. The last line
+messages a second (a slow consumer: a backlog builds while the producer sends faster) until
+stdin says `drain` (the producer is done): from then on it receives as fast as it can. A paced
+consumer's receiver queue holds about a second's worth (`receiver_queue`), not the client's
+1000, so that its backlog stays in the topic (read from the bookies once it is out of the
+broker's cache), where a fault of the bookies can take it.
+
+Each receive is recorded and handed to the OS (`Spool.flush`) *before* the message is
+acknowledged, so that a kill never leaves a message acknowledged but unrecorded. With
+`nack_every` K, a message whose seq is a multiple of K is negatively acknowledged when it
+arrives with redelivery count 0 (its receive says `negative_ack: true`), so that the broker
+redelivers it after `nack_delay_ms`. The last line
 printed is the process's summary (JSON).
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import threading
@@ -40,6 +45,7 @@ NACK_DELAY_MS = 1000  # the client's default (60 s) would outlast a short run
 COMMANDS = ("end", "stop")
 DRAIN = "drain"  # stop pacing: the harness drains the subscription
 BURST_S = 1.0  # a paced consumer that had nothing to read may then read this long's worth at once
+CLIENT_QUEUE = 1000  # the client's receiver queue: how many messages it fetches ahead
 CONFIG_VAR = "PULSAR_AUDIT_CONSUMER_WORKER"
 
 
@@ -110,8 +116,17 @@ def _subscribe(client: pulsar.Client, config: WorkerConfig) -> pulsar.Consumer:
         consumer_name=config.name,
         initial_position=pulsar.InitialPosition.Earliest,
         negative_ack_redelivery_delay_ms=config.nack_delay_ms,
+        receiver_queue_size=receiver_queue(config.consume_rate),
         **subscribe_options(config.subscription_type),
     )
+
+
+def receiver_queue(consume_rate: float) -> int:
+    """How many messages the client fetches ahead of the receives: the client's default,
+    or a second's worth of a paced consumer's (at least 1: 0 would be the zero queue)."""
+    if not consume_rate:
+        return CLIENT_QUEUE
+    return max(1, min(CLIENT_QUEUE, math.ceil(consume_rate)))
 
 
 def run(config: WorkerConfig) -> dict:

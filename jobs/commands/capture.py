@@ -351,8 +351,8 @@ def _consumer_args(p: argparse.ArgumentParser) -> None:
         default=0.0,
         metavar="MSG/S",
         help="each live consumer receives at most MSG/S while the producer sends (a slow "
-        "consumer: its backlog beyond the client's receiver queue of 1000 stays in the topic, "
-        "read from the bookies once out of the broker's cache), then at full speed once the "
+        "consumer: its backlog stays in the topic, its receiver queue a second's worth; read "
+        "from the bookies once out of the broker's cache), then at full speed once the "
         "producer is done",
     )
     p.add_argument(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from capture.consumer_process import next_event_index
-from capture.consumer_worker import next_receive_at
+from capture.consumer_worker import next_receive_at, receiver_queue
 from capture.harness import CaptureOptions, _config_fields
 from capture.live import LiveOptions, churn_steps, rolling_marks
 from capture.produce import message_keys
@@ -103,6 +103,12 @@ def test_a_paced_consumer_receives_at_its_rate_with_a_second_of_credit_at_most()
         burst += 1
     assert burst == 11
     assert due == pytest.approx(now + 0.1)
+
+
+def test_a_paced_consumer_fetches_a_second_s_worth_ahead() -> None:
+    assert [receiver_queue(rate) for rate in (0.0, 0.2, 10.0, 12.5, 5000.0)] == [
+        1000, 1, 10, 13, 1000
+    ]  # fmt: skip
 
 
 def test_a_consumer_process_stops_pacing_on_drain_then_ends(
