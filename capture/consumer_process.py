@@ -79,10 +79,13 @@ class ConsumerProcess:
                 f"--- last lines of {self.err}:\n{process.tail(self.err, 15)}"
             )
 
-    def tell(self, command: str) -> None:
+    def tell(self, command: str, last: bool = True) -> None:
+        """Write `command` on its stdin; close it after the `last` one."""
         with contextlib.suppress(OSError, ValueError):
             self.proc.stdin.write(command + "\n")
-            self.proc.stdin.close()
+            self.proc.stdin.flush()
+            if last:
+                self.proc.stdin.close()
 
     def summary(self) -> dict:
         """Its summary once it has exited (killed when it does not within EXIT_TIMEOUT_S)."""

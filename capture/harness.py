@@ -7,7 +7,7 @@ consumer that drains it: consume.py; `pre-created`: a subscription the admin API
 latest position before the first send, as in apache/pulsar#18236) or, with `consumers` N, by N
 consumers of one subscription of `subscription_type`, each a process of its own, subscribed
 before the first send and consuming while the producer sends (live.py), with their churn when
-asked. Every
+asked, paced when asked (a slow consumer's backlog). Every
 event goes through the crash-safe spool; the broker/bookie log lines written during the run
 are copied to <out>/logs.
 """
@@ -64,6 +64,7 @@ class CaptureOptions:
     ordering_keys: int = 0  # ... and ordering keys (0: none)
     nack_every: int = 0  # live consumers negatively acknowledge every K-th message once
     consumer_churn: str | None = None  # kill | close: a live consumer leaves and comes back
+    consume_rate: float = 0.0  # live consumers' receives per second until the drain (0: unpaced)
     roll_s: float | None = None  # trace files rolled into --out this often (None: at the end)
 
     def check(self) -> None:
@@ -90,7 +91,8 @@ class CaptureOptions:
                 f"a Reader is an Exclusive subscription: --subscription-type "
                 f"{self.subscription_type} needs --consumer subscription or --consumers N"
             )
-        live_only = {"--nack-every": self.nack_every, "--consumer-churn": self.consumer_churn}
+        live_only = {"--nack-every": self.nack_every, "--consumer-churn": self.consumer_churn,
+                     "--consume-rate": self.consume_rate}  # fmt: skip
         wanted = [name for name, value in live_only.items() if value]
         if wanted and not self.consumers:
             verb = "needs" if len(wanted) == 1 else "need"
@@ -105,8 +107,9 @@ class CaptureOptions:
 
     def live_options(self) -> LiveOptions:
         return LiveOptions(
-            self.consumers, self.subscription_type, self.nack_every, self.consumer_churn
-        )
+            self.consumers, self.subscription_type, self.nack_every, self.consumer_churn,
+            self.consume_rate,
+        )  # fmt: skip
 
 
 def new_run_id(scenario: str) -> str:
@@ -280,6 +283,7 @@ def _config_fields(opts: CaptureOptions, state: ClusterState | None) -> dict:
         "ordering_keys": opts.ordering_keys or None,
         "nack_every": opts.nack_every or None,
         "consumer_churn": opts.consumer_churn,
+        "consume_rate": opts.consume_rate or None,
         "rate": opts.rate or None,
         "netns": bool(state and state.network),
     }

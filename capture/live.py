@@ -18,7 +18,7 @@ from pathlib import Path
 from capture.admin import Admin, TopicName
 from capture.consume import backlog
 from capture.consumer_process import ConsumerProcess, killed_summary, next_event_index
-from capture.consumer_worker import WorkerConfig
+from capture.consumer_worker import DRAIN, WorkerConfig
 from capture.scenarios import CHURN_MODES
 from pulsar_audit.errors import UsageError
 from pulsar_audit.kinds import SUBSCRIPTION_TYPES
@@ -37,6 +37,7 @@ class LiveOptions:
     subscription_type: str = "Exclusive"
     nack_every: int = 0
     churn: str | None = None  # one of CHURN_MODES
+    consume_rate: float = 0.0  # each consumer's receives per second until the drain (0: unpaced)
 
     def check(self) -> None:
         """Refuse what the subscription type cannot do (two consumers of an Exclusive one)."""
@@ -50,6 +51,8 @@ class LiveOptions:
                 "--consumers N needs N >= 1, --nack-every K K >= 0, --consumer-churn one of "
                 f"{', '.join(CHURN_MODES)}"
             )
+        if not self.consume_rate >= 0:  # NaN too
+            raise UsageError(f"--consume-rate {self.consume_rate}: expected messages/s > 0")
         if self.subscription_type == "Exclusive" and self.consumers > 1:
             raise UsageError(
                 f"--consumers {self.consumers}: an Exclusive subscription takes one consumer "
@@ -69,7 +72,8 @@ class LiveConsumers:
         self._base = {"service_url": service_url, "topic": topic.full, "run_id": run_id,
                       "subscription": self.subscription, "out": str(out),
                       "subscription_type": opts.subscription_type,
-                      "nack_every": opts.nack_every, "roll_s": roll_s}  # fmt: skip
+                      "nack_every": opts.nack_every, "roll_s": roll_s,
+                      "consume_rate": opts.consume_rate}  # fmt: skip
         if nack_delay_ms is not None:
             self._base["nack_delay_ms"] = nack_delay_ms
         self.out, self.run_id = out, run_id
@@ -143,9 +147,14 @@ class LiveConsumers:
         return running[0]
 
     def drain(self) -> dict:
-        """Wait until the subscription's backlog is 0 (twice in a row), then tell every
-        consumer to record `end`; when it stops falling for DRAIN_STALL_S, stop them
-        without. Returns the consumption summary, one entry per consumer process."""
+        """Tell every consumer to stop pacing, wait until the subscription's backlog is 0
+        (twice in a row), then tell them to record `end`; when it stops falling for
+        DRAIN_STALL_S, stop them without. Returns the consumption summary, one entry per
+        consumer process."""
+        with self._lock:
+            running = list(self._running.values())
+        for proc in running if self.opts.consume_rate else ():
+            proc.tell(DRAIN, last=False)
         drained, zeros, lowest = False, 0, None
         progress_at = time.monotonic()
         while time.monotonic() - progress_at < DRAIN_STALL_S:

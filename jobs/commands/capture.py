@@ -110,6 +110,7 @@ def _capture_options(ctx: Context, state, scenario: str, urls: tuple | None = No
         ordering_keys=args.ordering_keys,
         nack_every=args.nack_every,
         consumer_churn=args.consumer_churn,
+        consume_rate=args.consume_rate,
         roll_s=_roll_s(args),
     )
 
@@ -343,6 +344,16 @@ def _consumer_args(p: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="give them ordering keys from N (okey-<seq mod N>): Key_Shared dispatches by these",
+    )
+    p.add_argument(
+        "--consume-rate",
+        type=float,
+        default=0.0,
+        metavar="MSG/S",
+        help="each live consumer receives at most MSG/S while the producer sends (a slow "
+        "consumer: its backlog stays in the topic, its receiver queue a second's worth; read "
+        "from the bookies once out of the broker's cache), then at full speed once the "
+        "producer is done",
     )
     p.add_argument(
         "--nack-every",

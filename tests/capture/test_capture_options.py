@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from capture.consumer_process import next_event_index
+from capture.consumer_worker import next_receive_at, receiver_queue
 from capture.harness import CaptureOptions, _config_fields
 from capture.live import LiveOptions, churn_steps, rolling_marks
 from capture.produce import message_keys
@@ -29,6 +31,9 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
         "an Exclusive subscription takes one consumer": {"consumers": 2},
         "--nack-every needs live consumers": {"nack_every": 3, "consumer": "subscription"},
         "--consumer-churn needs live consumers": {"consumer_churn": "kill"},
+        "--consume-rate needs live consumers": {"consume_rate": 20.0},
+        "--consume-rate -1.0: expected messages/s > 0": {"consumers": 1, "consume_rate": -1.0},
+        "--consume-rate nan: expected": {"consumers": 1, "consume_rate": float("nan")},
         "--keys and --ordering-keys take a count": {"keys": -1},
         "--consumer-churn one of kill, close": {"consumers": 1, "consumer_churn": "crash"},
         "--batching with Key_Shared": {
@@ -52,6 +57,7 @@ def test_options_refuse_what_the_subscription_cannot_do() -> None:
     _opts(subscription_type="Key_Shared", consumers=3, nack_every=5, consumer_churn="close").check()
     _opts(batching=True, deduplication=True).check()
     _opts(consumer="pre-created").check()  # apache/pulsar#18236: one Exclusive consumer after
+    _opts(consumers=1, consume_rate=20.0).check()
 
 
 def test_batching_is_off_unless_asked_and_lands_in_the_run_config() -> None:
@@ -67,6 +73,62 @@ def test_chaos_run_passes_batching_to_the_harness(capsys: pytest.CaptureFixture)
             "--consumers", "3", "--workdir", "/nonexistent/pa-h4"]  # fmt: skip
     assert main([*argv, "--batching"]) == 2
     assert "--batching with Key_Shared" in capsys.readouterr().err
+
+
+def test_consume_rate_lands_in_the_run_config_and_is_refused_without_live_consumers(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    assert _config_fields(_opts(), None)["consume_rate"] is None
+    assert _config_fields(_opts(consumers=1, consume_rate=20.0), None)["consume_rate"] == 20.0
+    from jobs.cli import main
+
+    argv = ["chaos", "run", "--scenario", "wipe-qw-bookies-disk", "--consume-rate", "20",
+            "--workdir", "/nonexistent/pa-h1"]  # fmt: skip
+    assert main(argv) == 2
+    assert "--consume-rate needs live consumers (--consumers N)" in capsys.readouterr().err
+    assert main([*argv, "--consumers", "1", "--dry-run"]) == 0
+
+
+def test_a_paced_consumer_receives_at_its_rate_with_a_second_of_credit_at_most() -> None:
+    """next_receive_at: 1/rate apart while it keeps up; after 5 s with nothing to read, 11
+    receives at once (the one due, and a second's worth at 10/s), then 1/rate apart again."""
+    due, times = 0.0, []
+    for _ in range(5):  # each receive as soon as it is allowed
+        times.append(due)
+        due = next_receive_at(due, due, 10.0)
+    assert times == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+    burst, now = 0, 5.4  # nothing came until 5.4 s, then the messages come as fast as allowed
+    while due <= now + 1e-9:
+        due = next_receive_at(due, now, 10.0)
+        burst += 1
+    assert burst == 11
+    assert due == pytest.approx(now + 0.1)
+
+
+def test_a_paced_consumer_fetches_a_second_s_worth_ahead() -> None:
+    assert [receiver_queue(rate) for rate in (0.0, 0.2, 10.0, 12.5, 5000.0)] == [
+        1000, 1, 10, 13, 1000
+    ]  # fmt: skip
+
+
+def test_a_consumer_process_stops_pacing_on_drain_then_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker's stdin: `drain` lifts the pacing and keeps it running, `end` ends it."""
+    import io
+
+    from capture.consumer_worker import _Command
+
+    read, write = os.pipe()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.FileIO(read, "r")))
+    command = _Command()
+    with os.fdopen(write, "w") as commands:
+        commands.write("drain\n")
+        commands.flush()
+        assert command.draining.wait(10)
+        assert not command.given.is_set()
+        commands.write("end\n")
+    assert command.given.wait(10) and command.value == "end"
 
 
 def test_message_keys_cycle_through_the_keys() -> None:

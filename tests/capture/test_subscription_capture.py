@@ -207,3 +207,27 @@ def test_key_shared_consumer_crash_end_to_end(standalone, tmp_path, config, caps
     assert (run["subscription_type"], run["unchecked"]) == ("Key_Shared", [])
     assert (run["sent"], run["acked"], run["received"]) == (600, 600, 600)
     assert (run["lost"], run["unseen"]) == (0, 0)
+
+
+def test_a_paced_consumer_lags_while_the_producer_sends_then_drains(standalone, tmp_path):
+    """--consume-rate 20: while 600 messages are sent at 200/s (3 s) the live consumer
+    receives about 20 a second (at most a second's worth more); told to drain once
+    production is over, it receives the other ~520 at full speed (paced: 26 s), then `end`."""
+    out = tmp_path / "paced"
+    opts = capture_opts(
+        standalone, out, topic="paced", messages=600, rate=200.0, consumers=1,
+        consume_rate=20.0,
+    )  # fmt: skip
+    summary = capture(opts, standalone)
+    assert summary["consume"]["reached_end"] is True
+    [subscribed] = trace_events(out, "subscribe")
+    last_ack = max(e["ts"] for e in trace_events(out, "ack"))
+    receives = sorted(e["ts"] for e in trace_events(out, "receive"))
+    assert len(receives) == 600
+    during = [ts for ts in receives if ts <= last_ack]
+    allowed = 1 + 20 * ((last_ack - subscribed["ts"]) / 1000 + 1.0)
+    assert 0 < len(during) <= allowed, (len(during), allowed)
+    assert len(during) < 300  # unpaced, it would have kept up with the producer
+    assert (receives[-1] - last_ack) / 1000 < 13.0
+    [config] = trace_events(out, "config")
+    assert config["consume_rate"] == 20.0
