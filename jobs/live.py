@@ -1,15 +1,16 @@
 """`watch`: the main job while a run is still being written (issue 29).
 
 A Spark Structured Streaming query over the landing folder notices each new trace file once
-(a file source: its checkpoint remembers which files it has handed out). Each micro-batch
-feeds its files through the ingest `analyze` runs — the checks' row rules and table checks
-(jobs/ingest.py) — folds their events into the live state and judges the runs it touched
-from it (jobs/live_state.py) into gold.provisional, whose rows go to the alert sinks once
-each. A run whose every consumer has ended is reconciled after the micro-batch that saw
-the end has returned (jobs/live_reconcile.py): its full pipeline (pipelines/runs_job.py),
-then each provisional finding confirmed by a batch finding or withdrawn. On leaving (--once,
---until-idle) `analyze` runs on the folder and the ended runs are reconciled with its
-findings (all runs with `final`).
+(a file source, Auto Loader on Databricks: jobs/live_source.py; its checkpoint remembers
+which files it has handed out). Each micro-batch feeds its files through the ingest
+`analyze` runs — the checks' row rules and table checks (jobs/ingest.py) — folds their
+events into the live state and judges the runs it touched from it (jobs/live_state.py)
+into gold.provisional, whose rows go to the alert sinks once each. A run whose every
+consumer has ended is reconciled after the micro-batch that saw the end has returned
+(jobs/live_reconcile.py): its full pipeline (pipelines/runs_job.py), then each provisional
+finding confirmed by a batch finding or withdrawn. On leaving (--once, --until-idle)
+`analyze` runs on the folder and the ended runs are reconciled with its findings (all runs
+with `final`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,11 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from ingest.traces import TRACE_SUFFIXES
 from jobs.analyze import analyze
 from jobs.ingest import ingest_traces
 from jobs.live_reconcile import ended_runs, pending_runs, record_reconciled, settle
+from jobs.live_source import trace_files
 from jobs.live_state import Judged, finding_ids, fold_batch, judge
 from jobs.stages import Progress, stage
 from pipelines.runs_job import run_pipeline
@@ -48,17 +48,6 @@ log = logging.getLogger(__name__)
 # Called after each micro-batch with its id, its files' paths and the runs it judged (a live
 # view, the lines a capture beside the watch prints).
 AfterBatch = Callable[[int, list[str], list[str]], None]
-
-# The binaryFile source's own columns (a stream is never schema-inferred); `content` is not
-# selected, so not read: the ingest reads each file once.
-BINARY_FILE = T.StructType(
-    [
-        T.StructField("path", T.StringType(), False),
-        T.StructField("modificationTime", T.TimestampType(), False),
-        T.StructField("length", T.LongType(), False),
-        T.StructField("content", T.BinaryType(), True),
-    ]
-)
 
 
 @dataclass
@@ -85,20 +74,6 @@ class Watched:
     files: int = 0
     last_batch: int = -1
     runs: set[str] = field(default_factory=set)
-
-
-def trace_files(lakehouse: Lakehouse, path: str, max_files: int) -> DataFrame:
-    """A stream of the trace files appearing under `path` (their content is not read here)."""
-    suffixes = ",".join(s.lstrip(".") for s in TRACE_SUFFIXES)
-    return (
-        lakehouse.spark.readStream.format("binaryFile")
-        .schema(BINARY_FILE)
-        .option("pathGlobFilter", f"*.{{{suffixes}}}")
-        .option("recursiveFileLookup", "true")
-        .option("maxFilesPerTrigger", max_files)
-        .load(path)
-        .select("path")
-    )
 
 
 def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, Any]:
@@ -204,7 +179,7 @@ class Watch:
         then, leaving, reconcile with `analyze` of the folder."""
         opts = self.options
         writer = (
-            trace_files(self.lakehouse, self.path, opts.max_files)
+            trace_files(self.lakehouse, self.path, opts.max_files, self.config.watch.source)
             .writeStream.foreachBatch(self.on_batch)
             .option("checkpointLocation", opts.checkpoint)
             .queryName("pulsar-audit-watch")

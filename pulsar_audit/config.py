@@ -112,6 +112,18 @@ class AlertsConfig:
     sinks: list[SinkConfig] = field(default_factory=list)
 
 
+# `watch`'s file sources: Spark's file source (local, any Hadoop file system) or Databricks'
+# Auto Loader (`cloudFiles`, on a Databricks cluster only).
+WATCH_SOURCES = ("files", "auto_loader")
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """How `watch` lists the landing folder: `source` is one of WATCH_SOURCES."""
+
+    source: str = "files"
+
+
 @dataclass(frozen=True)
 class Config:
     """Where tables live and how Spark, MLflow and the detectors are set up.
@@ -129,6 +141,7 @@ class Config:
     catalog: str | None = None
     schemas: dict[str, str] = field(default_factory=dict)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
+    watch: WatchConfig = field(default_factory=WatchConfig)
 
     @property
     def lakehouse_path(self) -> Path:
@@ -229,6 +242,11 @@ def _validate(config: Config, path: Path) -> None:
     else:
         raise ConfigError(f"{path}: storage must be 'path' or 'catalog', got {config.storage!r}")
     _validate_alerts(config.alerts, path)
+    if config.watch.source not in WATCH_SOURCES:
+        raise ConfigError(
+            f"{path}: watch.source must be one of {list(WATCH_SOURCES)}, "
+            f"got {config.watch.source!r}"
+        )
     if config.pipeline.outage_threshold_ms <= 0:
         raise ConfigError(f"{path}: pipeline.outage_threshold_ms must be > 0")
     ladder = config.pipeline.backoff_ladder_ms

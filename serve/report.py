@@ -28,6 +28,9 @@ CONFIG_COLUMNS = (
     "deduplication", "scenario",
 )  # fmt: skip
 CHECK_COLUMNS = ("table", "expectation", "column", "level", "success", "observed_value")
+PROVISIONAL_COLUMNS = (
+    "state", "kind", "run_id", "where", "seqs", "started_at", "first_seen_batch", "explanation",
+)  # fmt: skip
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { margin-bottom: 4px; } h2 { margin-top: 32px; }
@@ -129,6 +132,31 @@ def findings_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def provisional_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """gold.provisional's rows of the run as the report lists them."""
+    rows = []
+    for p in data["provisional"]:
+        where = f"producer {p['producer']}, partition {p['partition']}"
+        if p["subscription"] is not None:
+            where = f"subscription {p['subscription']}, {where}"
+        seqs = "" if p["seq_from"] is None else f"{p['seq_from']}–{p['seq_to']}"
+        rows.append({**p, "where": where, "seqs": seqs})
+    return rows
+
+
+def _provisional_section(data: dict[str, Any]) -> str:
+    """What a watch has raised about the run (none: no section): before the run is
+    reconciled, the only findings there are."""
+    rows = provisional_rows(data)
+    if not rows:
+        return ""
+    return f"""<h2>Provisional findings</h2>
+<p class="muted">Raised by <code>pulsar-audit watch</code> while the run was written (trace
+clock): <b>open</b> until the run is reconciled, then <b>confirmed</b> by a finding below or
+<b>withdrawn</b>.</p>
+{_table(rows, PROVISIONAL_COLUMNS, name="provisional")}"""
+
+
 def render_html(data: dict[str, Any]) -> str:
     """The report page for one run's `report_data`."""
     verdict = overall_verdict(data["summary"])
@@ -146,6 +174,7 @@ def render_html(data: dict[str, Any]) -> str:
 <span class="muted">{_text(window.start)} .. {_text(window.end)} (client clock);
 {len(data["outages"])} outage(s), {len(data["anomalies"])} anomaly block(s)</span></p>
 {_table(data["summary"], SUMMARY_COLUMNS, SUMMARY_NOTES, "summary")}
+{_provisional_section(data)}
 <h2>Latency and rates over time</h2>
 <p class="muted">Red bands: outages (messages in flight, none completed). Vertical lines:
 unloads (violet), ownership, broker or bookie loss, ledger rolls.</p>
@@ -181,4 +210,5 @@ def write_report(read: Any, run_id: str, out: str | Path) -> dict[str, Any]:
         "outages": len(data["outages"]),
         "markers": len(data["markers"]),
         "ledger_cells": len(data["ledger_map"]),
+        "provisional": len(data["provisional"]),
     }

@@ -253,4 +253,10 @@ def report_data(read: Any, run_id: str) -> dict[str, Any]:
             ["table", "expectation", "column"],
             MAX_FINDINGS,
         ),
+        # what a watch has raised so far (empty unless one has run): open, confirmed, withdrawn
+        "provisional": _rows(
+            read("provisional").filter(of_run),
+            ["first_seen_batch", "kind", "seq_from", "started_at"],
+            MAX_FINDINGS,
+        ),
     }

@@ -18,6 +18,7 @@ from databricks.bundles.volumes import Volume
 from json_schema_check import validate
 
 from jobs.cli import main
+from pulsar_audit.config import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 # The top-level keys of a bundle configuration (databricks.yml), as Databricks documents them.
@@ -104,10 +105,11 @@ def test_resources_validate_against_the_databricks_bundles_types():
     jobs = {key: Job.from_dict(job) for key, job in resources["jobs"].items()}
     schemas = [Schema.from_dict(s) for s in resources["schemas"].values()]
     volumes = [Volume.from_dict(v) for v in resources["volumes"].values()]
-    assert len(schemas) == 1 and len(volumes) == 1
+    assert len(schemas) == 1 and {v.name for v in volumes} == {"landing", "checkpoints"}
     assert {job.name for job in jobs.values()} == {
         "pulsar-audit-scheduled",
         "pulsar-audit-backfill",
+        "pulsar-audit-watch",
     }
     # a field the types do not know is refused, so the check above can fail
     with pytest.raises(ValueError, match="Unexpected field"):
@@ -135,6 +137,31 @@ def test_scheduled_job_runs_the_stages_in_order_with_retries_and_notifications()
     for key, task in tasks.items():
         assert task["timeout_seconds"] > 0 and task["max_retries"] >= 1, key
         assert task["libraries"] == [{"whl": "./dist/*.whl"}], key
+
+
+def test_watch_job_is_continuous_paused_by_default_on_the_landing_traces(capsys):
+    root, resources = _bundle()
+    job = resources["jobs"]["pulsar_audit_watch"]
+    assert job["continuous"] == {"pause_status": "${var.watch_pause_status}"}
+    assert "schedule" not in job and job["max_concurrent_runs"] == 1
+    assert root["variables"]["watch_pause_status"]["default"] == "PAUSED"
+    assert root["targets"]["dev"]["variables"]["watch_pause_status"] == "PAUSED"
+    assert job["email_notifications"]["on_failure"] and job["webhook_notifications"]["on_failure"]
+    # a continuous job takes no retry policy nor dependencies (Databricks restarts it itself)
+    (task,) = job["tasks"]
+    assert not {"max_retries", "depends_on", "timeout_seconds"} & set(task)
+    parameters = _parameters(task)
+    landing = "dbfs:/Volumes/main/pulsar_audit_someone_landing"
+    assert parameters[:2] == ["watch", f"{landing}/landing/traces"]
+    checkpoint = parameters[parameters.index("--checkpoint") + 1]
+    assert checkpoint == f"{landing}/checkpoints/watch"  # the checkpoints volume, durable
+    assert parameters[parameters.index("--env") + 1] == "databricks"
+    # the databricks env lists the volume through Auto Loader
+    assert main([*parameters, "--dry-run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["arguments"]["checkpoint"] == checkpoint
+    assert plan["arguments"]["path"] == f"{landing}/landing/traces"
+    assert load_config("databricks").watch.source == "auto_loader"
 
 
 def test_every_task_calls_the_packages_own_entry_point():
