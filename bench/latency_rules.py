@@ -38,9 +38,10 @@ def ts_ms(value: Any) -> float:  # noqa: ANN401 - a trace's ts: epoch ms or RFC 
 
 
 def read_trace(folder: Path) -> list[dict[str, Any]]:
-    """Every event of the folder's .jsonl(.gz) files, in trace-time order (stable)."""
+    """Every event of the folder's trace-*.jsonl(.gz) files (not the cluster's or logs' files
+    a simulated or captured run has beside them), in trace-time order (stable)."""
     events = []
-    for path in sorted([*folder.rglob("*.jsonl"), *folder.rglob("*.jsonl.gz")]):
+    for path in sorted([*folder.glob("trace*.jsonl"), *folder.glob("trace*.jsonl.gz")]):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt") as handle:
             events.extend(json.loads(line) for line in handle if line.strip())

@@ -1,21 +1,22 @@
 """From the trace line that proves a finding to its alert at a webhook: issue 29's latency target.
 
-    .venv/bin/python -m bench.watch_latency [--scenario kill-qw-bookies --scenario unload]
-        [--messages 2000] [--rate 5000] [--roll-s 1] [--trigger-s 1] [--trace DIR]
-        [--workdir DIR]
+    .venv/bin/python -m bench.watch_latency [--scenario 'kill-qw-bookies --auto-skip'
+        --scenario unload] [--messages 2000] [--rate 5000] [--roll-s 1] [--trigger-s 1]
+        [--trace DIR] [--workdir DIR]
 
-Each --scenario is simulated (`pulsar-audit simulate run`, with its truth) unless --trace
-gives a folder of trace files. Then `pulsar-audit watch LANDING -v` starts as a child process
-(its own lakehouse and checkpoint under the workdir, a config whose one alert sink is a
-webhook to an HTTP server this script runs in a thread); once its query has started, the
-trace's lines are written into LANDING at their recorded pace (or scaled so that the traced
+Each --scenario is simulated (`pulsar-audit simulate run`, with its truth; default: kill-qw-
+bookies with a reader that skips unreadable data, for its loss, and unload, for its outage)
+unless --trace gives a folder of trace files. Then `pulsar-audit watch LANDING -v` starts as a
+child process (its own lakehouse and checkpoint under the workdir, a config whose one alert
+sink is a webhook to an HTTP server this script runs in a thread); once its query has started,
+the trace's lines are written into LANDING at their recorded pace (or scaled so that the traced
 messages arrive at --rate per second; several runs one after the other), through
-capture/spool.py's rolling Spool (`….jsonl.open`, fsync, renamed whole every --roll-s
-seconds), the wall time of each line's write recorded. Each alert's arrival is timed against
-the moment its finding became provable in the replay (bench/latency_rules.py says how, per
-kind). Prints the latency table, the micro-batches and the watch's lag at the end: how long
-after the last file was renamed into LANDING the micro-batch that took it ended. Exit 1 if
-no alert arrived. Figures depend on the machine's load: print `uptime` beside them.
+capture/spool.py's rolling Spool (`….jsonl.open`, fsync, renamed whole every --roll-s seconds),
+the wall time of each line's write recorded. Each alert's arrival is timed against the moment
+its finding became provable in the replay (bench/latency_rules.py says how, per kind). Prints
+the latency table, the micro-batches and the watch's lag at the end: how long after the last
+file was renamed into LANDING the micro-batch that took it ended. Exit 1 if no alert arrived.
+Figures depend on the machine's load: print `uptime` beside them.
 """
 
 from __future__ import annotations
@@ -145,10 +146,11 @@ def webhook_conf(folder: Path, url: str) -> tuple[Path, dict[str, Any]]:
 
 def simulated(work: Path, scenarios: list[str], messages: int) -> list[Path]:
     folders = []
-    for number, scenario in enumerate(scenarios):
+    for number, words in enumerate(scenarios):
+        scenario, *more = words.split()
         out = work / f"trace-{number}-{scenario}"
         command = [*CLI, "simulate", "run", "--scenario", scenario, "--messages", str(messages)]
-        command += ["--out", str(out), "--no-gzip", "--run-id", f"lat-{number}-{scenario}"]
+        command += [*more, "--out", str(out), "--no-gzip", "--run-id", f"lat-{number}-{scenario}"]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
@@ -192,7 +194,12 @@ def timed_alerts(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scenario", action="append", help="default: kill-qw-bookies, unload")
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        help="a simulated run: the scenario and more `simulate run` options, e.g. "
+        "'kill-qw-bookies --auto-skip' (default: that run and 'unload')",
+    )
     parser.add_argument("--messages", type=int, default=2000, help="per simulated run")
     parser.add_argument("--rate", type=float, help="traced messages/s (default: recorded pace)")
     parser.add_argument("--roll-s", type=float, default=1.0)
@@ -204,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    scenarios = args.scenario or ["kill-qw-bookies", "unload"]
+    scenarios = args.scenario or ["kill-qw-bookies --auto-skip", "unload"]
     traces = [Path(t) for t in args.trace] if args.trace else None
     traces = traces or simulated(work, scenarios, args.messages)
     lines, offsets = schedule(traces, args.rate)
