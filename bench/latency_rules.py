@@ -48,14 +48,21 @@ def read_trace(folder: Path) -> list[dict[str, Any]]:
     return sorted(events, key=lambda e: ts_ms(e["ts"]))
 
 
-def due_offsets(stamps_ms: list[float], rate: float | None, messages: int) -> list[float]:
+def due_offsets(stamps_ms: list[float], rate: float | None, recorded_rate: float) -> list[float]:
     """Seconds after the replay's start at which each line (sorted by trace time) is due: the
-    recorded pace, or scaled so that `messages` traced messages take messages / rate s."""
+    recorded pace, or sped up by rate / recorded_rate (the run's sends per second while it
+    sends), the whole timeline alike, pauses included."""
     if not stamps_ms:
         return []
-    span_s = (stamps_ms[-1] - stamps_ms[0]) / 1000
-    speed = 1.0 if not rate or span_s <= 0 else (messages / rate) / span_s
-    return [(ms - stamps_ms[0]) / 1000 * speed for ms in stamps_ms]
+    speed = rate / recorded_rate if rate and recorded_rate > 0 else 1.0
+    return [(ms - stamps_ms[0]) / 1000 / speed for ms in stamps_ms]
+
+
+def send_rate(events: list[dict[str, Any]]) -> float:
+    """Sends per second between the first and the last send of the events (0: fewer than 2)."""
+    sends = [ts_ms(e["ts"]) for e in events if e.get("event") == "send"]
+    span_s = (max(sends) - min(sends)) / 1000 if len(sends) > 1 else 0.0
+    return (len(sends) - 1) / span_s if span_s > 0 else 0.0
 
 
 def replay(

@@ -43,6 +43,7 @@ from bench.latency_rules import (
     provable_ts,
     read_trace,
     replay,
+    send_rate,
     ts_ms,
     written_at,
 )
@@ -163,8 +164,7 @@ def schedule(traces: list[Path], rate: float | None) -> tuple[list[dict], list[f
     lines, offsets, start = [], [], 0.0
     for trace in traces:
         events = read_trace(trace)
-        sends = sum(e.get("event") == "send" for e in events)
-        run_offsets = due_offsets([ts_ms(e["ts"]) for e in events], rate, sends)
+        run_offsets = due_offsets([ts_ms(e["ts"]) for e in events], rate, send_rate(events))
         lines += events
         offsets += [start + o for o in run_offsets]
         start = (offsets[-1] + 1.0) if offsets else start
@@ -219,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
     receiver = Receiver()
     conf, pipeline = webhook_conf(work / "conf", receiver.url)
+    (work / "landing").mkdir()
     child = WatchChild(work, conf, args.trigger_s)
     try:
         child.wait_started()

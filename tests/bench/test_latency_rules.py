@@ -12,6 +12,7 @@ from bench.latency_rules import (
     percentile,
     provable_ts,
     replay,
+    send_rate,
     written_at,
 )
 
@@ -93,10 +94,18 @@ def test_percentile_is_nearest_rank() -> None:
 def test_pacing_keeps_the_recorded_pace_or_scales_it_to_a_rate() -> None:
     stamps = [T0, T0 + 500, T0 + 2000]
 
-    assert due_offsets([], None, 0) == []
-    assert due_offsets(stamps, None, 3) == [0.0, 0.5, 2.0]
-    # 4 messages at 8 msg/s: the 2 s trace in 0.5 s
-    assert due_offsets(stamps, 8.0, 4) == [0.0, 0.125, 0.5]
+    assert due_offsets([], None, 0.0) == []
+    assert due_offsets(stamps, None, 2.0) == [0.0, 0.5, 2.0]
+    # sent at 2 msg/s, replayed at 8 msg/s: four times as fast, the pause too
+    assert due_offsets(stamps, 8.0, 2.0) == [0.0, 0.125, 0.5]
+
+
+def test_send_rate_is_the_pace_between_the_first_and_last_send() -> None:
+    sends = [_event("send", ms, seq) for seq, ms in enumerate([0, 250, 500])]
+
+    assert send_rate([]) == 0.0
+    assert send_rate(sends[:1]) == 0.0
+    assert send_rate([*sends, _event("ack", 9000, 2)]) == 4.0
 
 
 def test_replay_writes_each_line_when_due_and_stamps_it() -> None:
