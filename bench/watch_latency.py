@@ -247,6 +247,10 @@ def report(lines, written, received, pipeline, child, landed_at, segments) -> No
         f"{len(child.batches)} micro-batches took {taken} of {segments} files; lag at the end "
         f"(last file renamed in → the micro-batch that took it ended): {lag}"
     )
+    for arrived, alert in received:
+        print(
+            f"  alert {alert['kind']} ({alert.get('title')}): arrived {arrived - landed_at:+.1f} s"
+        )
     for ended, batch, files, seconds in child.batches:
         print(
             f"  micro-batch {batch}: {files} file(s), {seconds:.1f} s, "
