@@ -15,6 +15,11 @@ def _default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+def seq_range(row: dict[str, Any]) -> str:
+    """A finding's `seq_from`–`seq_to` as printed (empty when it names no seqs)."""
+    return "" if row["seq_from"] is None else f"{row['seq_from']}–{row['seq_to']}"
+
+
 def print_json(obj: Any, out: TextIO | None = None) -> None:
     # sys.stdout is looked up at each call, so a redirected stdout (tests, callers) gets it
     (out or sys.stdout).write(json.dumps(obj, default=_default, sort_keys=False) + "\n")

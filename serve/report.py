@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pulsar_audit.output import seq_range
 from serve.report_data import report_data
 from serve.report_figures import ledger_map_figure, timeline_figure
 from serve.report_plotly import DONE, chart, plotly_loader
@@ -139,8 +140,7 @@ def provisional_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
         where = f"producer {p['producer']}, partition {p['partition']}"
         if p["subscription"] is not None:
             where = f"subscription {p['subscription']}, {where}"
-        seqs = "" if p["seq_from"] is None else f"{p['seq_from']}–{p['seq_to']}"
-        rows.append({**p, "where": where, "seqs": seqs})
+        rows.append({**p, "where": where, "seqs": seq_range(p)})
     return rows
 
 

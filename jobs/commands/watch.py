@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jobs.context import EXIT_OK, Context
-from pulsar_audit.output import format_table
+from pulsar_audit.output import format_table, seq_range
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +94,7 @@ class _BatchDisplay:
 
 
 def render(result: dict[str, Any]) -> str:
-    rows = [
-        {
-            **row,
-            "seqs": "" if row["seq_from"] is None else f"{row['seq_from']}–{row['seq_to']}",
-        }
-        for row in result["provisional"]
-    ]
+    rows = [{**row, "seqs": seq_range(row)} for row in result["provisional"]]
     head = f"{result['batches']} micro-batch(es), {result['files']} trace file(s)"
     sinks = "".join(f"\nalerts {name}: {counts}" for name, counts in result["alerts"].items())
     return f"{head}\nprovisional findings\n{format_table(rows, COLUMNS)}{sinks}"
