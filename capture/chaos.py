@@ -96,6 +96,25 @@ class ChaosSpec:
         return f"{self.action}:{self.count}" if self.action == "kill-bookies" else self.action
 
 
+def parse_actions(texts: list[str], hold_s: float = DEFAULT_HOLD_S) -> tuple[ChaosSpec, ...]:
+    """Several --chaos ACTION@ACK_COUNT, fired in the order given: their marks must not
+    decrease (one waits for the other: an action starts once the one before it is done)."""
+    specs = tuple(ChaosSpec.parse(text, hold_s) for text in texts)
+    marks = [spec.at_ack for spec in specs]
+    if marks != sorted(marks):
+        raise UsageError(
+            f"--chaos {' --chaos '.join(texts)}: the actions fire in the order given, so their "
+            f"ACK_COUNTs must not decrease (got {', '.join(map(str, marks))})"
+        )
+    return specs
+
+
+def describe(specs: tuple[ChaosSpec, ...]) -> str | None:
+    """The actions as the run's config records them: ACTION@ACK_COUNT, comma-joined (one
+    action reads as before: `unload@1000`); None without any."""
+    return ",".join(f"{spec.label}@{spec.at_ack}" for spec in specs) or None
+
+
 def check_possible(
     spec: ChaosSpec, state: ClusterState | None, config: tuple[int, int, int] | None = None
 ) -> None:

@@ -50,7 +50,7 @@ class CaptureOptions:
     out: Path
     in_flight: int = 10_000
     config: tuple[int, int, int] = (1, 1, 1)
-    chaos: chaos.ChaosSpec | None = None
+    chaos: chaos.ChaosSpec | tuple[chaos.ChaosSpec, ...] | None = None  # several: in order
     consumer: str = "reader"
     deduplication: bool = False
     batching: bool = False  # the producer batches sends (entries hold several messages)
@@ -105,6 +105,13 @@ class CaptureOptions:
         if self.consumers:
             self.live_options().check()
 
+    @property
+    def chaos_actions(self) -> tuple[chaos.ChaosSpec, ...]:
+        """The run's chaos actions in the order they fire (none, one, or several)."""
+        if self.chaos is None:
+            return ()
+        return (self.chaos,) if isinstance(self.chaos, chaos.ChaosSpec) else tuple(self.chaos)
+
     def live_options(self) -> LiveOptions:
         return LiveOptions(
             self.consumers, self.subscription_type, self.nack_every, self.consumer_churn,
@@ -130,8 +137,8 @@ def parse_config(text: str) -> tuple[int, int, int]:
 def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     """Run the capture; returns a summary (also written to <out>/capture.json)."""
     opts.check()
-    if opts.chaos:
-        chaos.check_possible(opts.chaos, state, opts.config)
+    for spec in opts.chaos_actions:
+        chaos.check_possible(spec, state, opts.config)
     topic = TopicName.parse(opts.topic)
     admin = Admin(opts.admin_url)
     admin.set_infinite_retention(topic)  # else acknowledged ledgers may go before the read-back
@@ -172,7 +179,7 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
             live.start()  # every consumer subscribed before the first send
             steps = _churn(opts, live, run)
         summary = produce(opts, topic, client, spool, run, admin, state, steps)
-        restore = (summary["chaos"] or {}).pop("restore", None)
+        restore = _restore(summary["chaos"])
         if live:  # the consumers read during the fault already: undo it, then drain
             if restore:
                 restore()
@@ -199,6 +206,26 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     summary["logs"] = runlogs.copy_since(marks, opts.out / "logs")
     (opts.out / "capture.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
+
+
+def _restore(outcome: dict | list | None) -> chaos.Restore | None:
+    """The actions' restore steps (READ_WHILE_DOWN faults), taken out of the summary, as one:
+    the last action's undone first; `.rest()` likewise finishes each."""
+    outcomes = outcome if isinstance(outcome, list) else [outcome or {}]
+    steps = [step for item in outcomes if (step := item.pop("restore", None))]
+    if len(steps) <= 1:
+        return steps[0] if steps else None
+
+    def restore() -> None:
+        for step in reversed(steps):
+            step()
+
+    def rest() -> None:
+        for step in reversed(steps):
+            step.rest()
+
+    restore.rest = rest  # type: ignore[attr-defined]
+    return restore
 
 
 def _read_back(opts: CaptureOptions, precreated: str | None = None):  # noqa: ANN202
@@ -276,7 +303,7 @@ def _config_fields(opts: CaptureOptions, state: ClusterState | None) -> dict:
         "messages": opts.messages,
         "in_flight": opts.in_flight,
         "consumer": "subscription" if opts.consumers else opts.consumer,
-        "chaos": f"{opts.chaos.label}@{opts.chaos.at_ack}" if opts.chaos else None,
+        "chaos": chaos.describe(opts.chaos_actions),
         "subscription_type": opts.subscription_type,
         "consumers": opts.consumers or None,
         "keys": opts.keys or None,

@@ -58,8 +58,9 @@ class Acks:
 
 
 def produce(opts, topic, client, spool, run, admin, state, churn: list[Step]) -> dict:  # noqa: ANN001
-    """Send opts.messages, run the chaos action and the churn steps at their marks; the
-    production summary (with "chaos" and, with churn, "churn")."""
+    """Send opts.messages, run the chaos actions and the churn steps at their marks; the
+    production summary (with "chaos": one action's outcome, a list of them for several; and,
+    with churn, "churn")."""
     producer = client.create_producer(
         topic.full,
         producer_name=f"{opts.run_id}-producer",
@@ -69,7 +70,7 @@ def produce(opts, topic, client, spool, run, admin, state, churn: list[Step]) ->
         send_timeout_millis=30_000,
     )
     rec = Recorder(spool, opts.run_id, topic.full, "producer", producer.producer_name())
-    marks = [at for at, _ in churn] + ([opts.chaos.at_ack] if opts.chaos else [])
+    marks = [at for at, _ in churn] + [spec.at_ack for spec in opts.chaos_actions]
     acks = Acks(opts.messages, marks)
     chaos_thread = _start_chaos(opts, admin, topic, state, run, acks)
     churn_thread = _start_churn(churn, acks)
@@ -129,15 +130,18 @@ def message_id(msg_id: pulsar.MessageId) -> dict:
 
 
 def _start_chaos(opts, admin, topic, state, run, acks: Acks) -> threading.Thread | None:  # noqa: ANN001
-    if not opts.chaos:
+    """The chaos actions one after the other, each when its mark is reached (and the one before
+    it is done), each reported as its own `chaos` run events."""
+    specs = opts.chaos_actions
+    if not specs:
         return None
-    spec, outcome = opts.chaos, {}
+    outcomes: list[dict] = [{} for _ in specs]
 
-    def report(target: str, details: dict) -> None:
-        fields = {"phase": "start", **details}
-        run.emit("chaos", action=spec.label, target=target, ack_count=acks.acked, **fields)
+    def act_one(spec: chaos.ChaosSpec, outcome: dict) -> None:
+        def report(target: str, details: dict) -> None:
+            fields = {"phase": "start", **details}
+            run.emit("chaos", action=spec.label, target=target, ack_count=acks.acked, **fields)
 
-    def act() -> None:
         acks.reached[spec.at_ack].wait()
         if acks.acked < spec.at_ack:
             outcome["error"] = f"ack count never reached {spec.at_ack}"
@@ -150,7 +154,14 @@ def _start_chaos(opts, admin, topic, state, run, acks: Acks) -> threading.Thread
             log.exception("chaos action %s failed", spec.action)
             outcome["error"] = f"{type(exc).__name__}: {exc}"
 
-    return _thread(act, "chaos", outcome)
+    def act() -> None:
+        for spec, outcome in zip(specs, outcomes, strict=True):
+            act_one(spec, outcome)
+
+    thread = _thread(act, "chaos", {})
+    # one action: its outcome as before; several: their outcomes in order
+    thread.outcome = outcomes[0] if len(specs) == 1 else outcomes  # type: ignore[attr-defined]
+    return thread
 
 
 def _start_churn(steps: list[Step], acks: Acks) -> threading.Thread | None:
@@ -181,8 +192,9 @@ def _thread(target: Callable[[], None], name: str, outcome: dict) -> threading.T
     return thread
 
 
-def _finish(thread: threading.Thread | None) -> dict | None:
+def _finish(thread: threading.Thread | None) -> dict | list | None:
     if thread is None:
         return None
     thread.join(timeout=180)
-    return dict(thread.outcome)  # type: ignore[attr-defined]
+    outcome = thread.outcome  # type: ignore[attr-defined]
+    return [dict(item) for item in outcome] if isinstance(outcome, list) else dict(outcome)

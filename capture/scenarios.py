@@ -4,6 +4,8 @@ chaos run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pulsar_audit.errors import UsageError
 
 SCENARIOS = {  # scenario → (brokers, bookies, default E-Qw-Qa)
@@ -59,3 +61,85 @@ def parse_scenario(text: str) -> tuple[str, int]:
             "(kill-bookies:N with a count)"
         )
     return name, int(count or 2)
+
+
+@dataclass(frozen=True)
+class ChaosPlan:
+    """What `chaos run` runs: the scenario's action and those added with --then, in order, and
+    the cluster that can take them all."""
+
+    label: str  # the run's scenario: the actions' names joined with "+"
+    chaos: list[str]  # ACTION@ACK_COUNT, in the order they fire (none for control and the
+    # consumer faults)
+    brokers: int
+    bookies: int
+    config: str  # default E-Qw-Qa: that of the action needing the most bookies
+    names: list[str]  # the scenarios' names, in order
+    paced: bool  # production paced at RATE so that it spans the faults (not for unload alone)
+
+
+def plan_chaos(scenario: str, fault_at: float, then: list[str], messages: int) -> ChaosPlan:
+    """--scenario NAME at --fault-at, then each --then SCENARIO@FRACTION (a cluster action at a
+    fraction of the messages acked, not before the one before it)."""
+    name, count = parse_scenario(scenario)
+    if then and (name == "control" or name in CONSUMER_FAULTS):
+        raise UsageError(
+            f"--then adds cluster actions to --scenario's: --scenario {scenario} has none "
+            f"(control and the consumer faults {', '.join(CONSUMER_FAULTS)} take no --then; "
+            "start with the first cluster action as --scenario)"
+        )
+    steps = [(name, count, fault_at)] + [_parse_then(text) for text in then]
+    for (_, _, before), text, (_, _, at) in zip(steps, then, steps[1:], strict=False):
+        if at < before:
+            raise UsageError(
+                f"--then {text}: the actions fire in the order given, so its FRACTION must not "
+                f"be below the one before it ({before})"
+            )
+    shapes = [SCENARIOS[step_name] for step_name, _, _ in steps]
+    most_bookies = max(range(len(shapes)), key=lambda i: (shapes[i][1], -i))
+    labels = [_label(step_name, n) for step_name, n, _ in steps]
+    acts = name != "control" and name not in CONSUMER_FAULTS
+    return ChaosPlan(
+        label="+".join(labels),
+        chaos=[
+            f"{label}@{max(1, int(messages * at))}"
+            for label, (_, _, at) in zip(labels, steps, strict=True)
+        ]
+        if acts
+        else [],
+        brokers=max(shape[0] for shape in shapes),
+        bookies=max(shape[1] for shape in shapes),
+        config=shapes[most_bookies][2],
+        names=[step_name for step_name, _, _ in steps],
+        paced=any(step_name not in ("control", "unload") for step_name, _, _ in steps),
+    )
+
+
+def _label(name: str, count: int) -> str:
+    return f"{name}:{count}" if name == "kill-bookies" else name
+
+
+def _parse_then(text: str) -> tuple[str, int, float]:
+    """SCENARIO@FRACTION → (name, count, fraction); only cluster actions."""
+    head, _, fraction = text.rpartition("@")
+    try:
+        at = float(fraction)
+    except ValueError:
+        at = -1.0
+    if not head or not 0 < at <= 1:
+        raise UsageError(
+            f"--then {text!r}: expected SCENARIO@FRACTION with 0 < FRACTION <= 1 "
+            "(e.g. wipe-qw-bookies-disk@0.2)"
+        )
+    try:
+        name, count = parse_scenario(head)
+    except UsageError as exc:
+        raise UsageError(f"--then {text!r}: {str(exc).partition(': ')[2]}") from None
+    if name == "control" or name in CONSUMER_FAULTS:
+        actions = sorted(n for n in SCENARIOS if n != "control" and n not in CONSUMER_FAULTS)
+        raise UsageError(
+            f"--then {text}: a further action must be a cluster action, one of "
+            f"{', '.join(actions)}; control and the consumer faults "
+            f"({', '.join(CONSUMER_FAULTS)}) are whole scenarios, for --scenario only"
+        )
+    return name, count, at

@@ -39,6 +39,8 @@ NO_FAULT, OTHER_FAULT = "none", "other"
 DISK_WIPES = ("wipe-bookie-disk", "wipe-qw-bookies-disk", "wipe-qw-bookies-disk-in-turn")
 # Kinds whose targets are bookies taken down (their copies unreachable until they return).
 BOOKIES_DOWN = ("kill-bookie",)
+# Kinds that only move a bundle to a broker (no process, no link down).
+BUNDLE_MOVES = ("unload", "transfer")
 # Kinds whose targets are brokers that stop serving (unload and transfer move a bundle only).
 BROKERS_DOWN = ("kill-broker", "isolate-broker")
 # Causes (infrastructure event types) that say a finding came from copies out of reach.
@@ -105,6 +107,9 @@ def run_faults(run_events: DataFrame, run_end: DataFrame) -> DataFrame:
 
     A fault's `chaos` event may be followed by one with `phase: "end"` (undone: the bookie
     restarted, the link healed); a fault with no end lasts until the run's last producer event.
+    A run with several actions is one fault from the first start to the last end, of the kind
+    of its first action that takes a process or link down (else of its first), the bookies and
+    brokers of all its actions summed.
     run_end: (run_id, last_ts).
     """
     # ingest keeps a string field's text in `extra` without its quotes (`end`); JSON text
@@ -122,7 +127,11 @@ def run_faults(run_events: DataFrame, run_end: DataFrame) -> DataFrame:
     )
     starts = chaos.filter(~F.col("is_end"))
     ends = chaos.filter(F.col("is_end"))
-    kind_order = F.min(F.struct("ts", "kind")).getField("kind")
+    # several actions in one run (`--chaos` repeated, `chaos run --then`): the run's kind is
+    # the first action that takes a process or a link down; an unload or a transfer, which
+    # only moves a bundle, only when the run has nothing else
+    moves_only = F.col("kind").isin(*BUNDLE_MOVES)
+    kind_order = F.min(F.struct(moves_only, "ts", "kind")).getField("kind")
     per_run = starts.groupBy("run_id").agg(
         kind_order.alias("fault_kind"),
         F.sum(F.when(F.col("kind").isin(*BOOKIES_DOWN), F.col("targets")).otherwise(0)).alias(

@@ -42,6 +42,17 @@ def test_valid_is_a_json_boolean_or_unknown(valid):
         validate({"runs": [{**run, "valid": valid}], "outages": [], "anomalies": []}, "summary")
 
 
+def test_a_capture_s_chaos_is_none_one_outcome_or_a_list_of_several():
+    capture = {"run_id": "r", "messages": 2, "acked": 2, "nacked": 0, "out": "o",
+               "consume": {"consumer": "reader", "received": 2}}  # fmt: skip
+    unload, wipe = {"action": "unload", "duration_s": 0.2}, {"action": "wipe-qw-bookies-disk"}
+    for chaos in (None, unload, {"error": "ack count never reached 5"}, [unload, wipe]):
+        validate({**capture, "chaos": chaos}, "capture_run")
+    for bad in ([unload], "unload@5", [unload, "wipe"]):
+        with pytest.raises(jsonschema.ValidationError):
+            validate({**capture, "chaos": bad}, "capture_run")
+
+
 def test_cluster_commands_without_a_cluster(capsys, tmp_path):
     workdir = str(tmp_path / "run")
     validate(_json(capsys, "cluster", "status", "--workdir", workdir), "cluster_status")

@@ -18,7 +18,7 @@ from capture.scenarios import (
     NETNS_SESSION_MS,
     RATE,
     SCENARIOS,
-    parse_scenario,
+    plan_chaos,
 )
 from jobs.context import EXIT_OK, Context
 from pulsar_audit.errors import UsageError
@@ -78,17 +78,18 @@ def _status_text(result: dict) -> str:
 def _capture_options(ctx: Context, state, scenario: str, urls: tuple | None = None):  # noqa: ANN001, ANN202
     """The run's options from the arguments; `urls` (service, admin) stand in for a cluster's
     when the options are only checked, before any cluster is started."""
-    from capture.chaos import ChaosSpec
+    from capture.chaos import parse_actions
     from capture.harness import CaptureOptions, new_run_id, parse_config
 
     args = ctx.args
-    spec = ChaosSpec.parse(args.chaos, hold_s=args.hold_s) if args.chaos else None
+    specs = parse_actions(args.chaos or [], hold_s=args.hold_s)
     service_url = args.service_url or (state.service_url if state else None)
     admin_url = args.admin_url or (state.admin_url if state else None)
     service_url, admin_url = urls or (service_url, admin_url)
     if not service_url or not admin_url:
         raise UsageError("no cluster: pass --service-url and --admin-url, or `cluster up` first")
-    run_id = new_run_id((spec.label if spec else scenario).replace(":", ""))
+    scenario = "+".join(spec.label for spec in specs) or scenario
+    run_id = new_run_id(scenario.replace(":", "").replace("+", "-then-"))
     return CaptureOptions(
         service_url=service_url,
         admin_url=admin_url,
@@ -97,11 +98,11 @@ def _capture_options(ctx: Context, state, scenario: str, urls: tuple | None = No
         out=Path(args.out) if args.out else cache_dir() / "pulsar" / "traces" / run_id,
         in_flight=args.in_flight,
         config=parse_config(args.config or "1-1-1"),
-        chaos=spec,
+        chaos=specs or None,
         consumer=_consumer_kind(args),
         deduplication=args.dedup,
         batching=args.batching,
-        scenario=spec.label if spec else scenario,
+        scenario=scenario,
         run_id=run_id,
         rate=args.rate or 0.0,
         subscription_type=args.subscription_type or "Exclusive",
@@ -198,25 +199,24 @@ def cmd_chaos_run(ctx: Context) -> int:
     from capture import cluster
 
     args = ctx.args
-    name, count = parse_scenario(args.scenario)
-    brokers, bookies, default_config = SCENARIOS[name]
-    args.config = args.config or default_config
-    label = f"{name}:{count}" if name == "kill-bookies" else name
-    at_ack = max(1, int(args.messages * args.fault_at))
-    no_action = name == "control" or name in CONSUMER_FAULTS
-    args.chaos = None if no_action else f"{label}@{at_ack}"
+    plan = plan_chaos(args.scenario, args.fault_at, args.then or [], args.messages)
+    name, label = plan.names[0], plan.label
+    args.config = args.config or plan.config
+    args.chaos = plan.chaos or None
     if name in CONSUMER_FAULTS:
         _default(args, {**LIVE_DEFAULTS, **CONSUMER_FAULTS[name]})
     if args.rate is None:
-        args.rate = 0.0 if name in ("control", "unload") else RATE
+        args.rate = RATE if plan.paced else 0.0
     _capture_options(ctx, None, label, urls=("pulsar://unused", "http://unused")).check()
     workdir = _workdir(ctx)
     state = cluster.running(workdir)  # a running cluster is used as it is
     started_here = state is None
     if state is None:
-        netns = args.netns or name in NEEDS_NETNS
+        brokers, bookies = args.brokers or plan.brokers, args.bookies or plan.bookies
+        _check_shape(plan, brokers, bookies, args.config)
+        netns = args.netns or any(n in NEEDS_NETNS for n in plan.names)
         state = cluster.up(
-            workdir, args.brokers or brokers, args.bookies or bookies, netns,
+            workdir, brokers, bookies, netns,
             NETNS_SESSION_MS if netns else None, session_expired=args.session_expired,
             autorecovery=args.autorecovery, skip_lost_data=args.skip_lost_data,
             ledger_entries=args.ledger_entries,
@@ -232,6 +232,18 @@ def cmd_chaos_run(ctx: Context) -> int:
     result = analyze_path(ctx, captured["out"])
     ctx.emit({**result, "capture": captured}, _chaos_text)
     return EXIT_OK
+
+
+def _check_shape(plan, brokers: int, bookies: int, config: str) -> None:  # noqa: ANN001
+    """Refuse, before starting it, a cluster too small for the run's E-Qw-Qa or one whose every
+    bookie a quorum wipe would take (what capture refuses once the cluster runs)."""
+    from capture.disk_loss import check_quorum
+    from capture.harness import parse_config
+    from capture.processes import ClusterState
+
+    planned = ClusterState("cluster", "", "", "", brokers, bookies)
+    for name in plan.names:
+        check_quorum(name, planned, parse_config(config))
 
 
 def _default(args: argparse.Namespace, values: dict) -> None:
@@ -452,8 +464,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--service-url", metavar="URL", help="default: the cluster of --workdir")
     p.add_argument("--admin-url", metavar="URL", help="default: the cluster of --workdir")
     p.add_argument("--topic", metavar="T", help="default: audit-<run id>")
-    p.add_argument("--chaos", metavar="ACTION@ACK_COUNT", help="one of "
-                   f"{', '.join(ACTIONS)} when ACK_COUNT messages are acked")  # fmt: skip
+    p.add_argument("--chaos", action="append", metavar="ACTION@ACK_COUNT", help="one of "
+                   f"{', '.join(ACTIONS)} when ACK_COUNT messages are acked; repeatable: "
+                   "the actions fire in the order given, each at its mark and once the one "
+                   "before it is done (marks must not decrease)")  # fmt: skip
     _capture_args(p, messages=100_000)
     p.set_defaults(handler=cmd_capture_run)
 
@@ -468,6 +482,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     names = ", ".join(sorted(SCENARIOS))
     p.add_argument("--scenario", required=True, metavar="NAME",
                    help=f"one of {names}; kill-bookies:N kills N")  # fmt: skip
+    p.add_argument("--then", action="append", metavar="SCENARIO@FRACTION",
+                   help="a further cluster action (a scenario name, not control or a consumer "
+                   "fault) when this fraction of the messages is acked, after --scenario's; "
+                   "repeatable, in order; the cluster started is big enough for every action "
+                   "(e.g. --scenario unload --fault-at 0.05 --then wipe-qw-bookies-disk@0.2)"
+                   )  # fmt: skip
     p.add_argument("--keep-cluster", action="store_true", help="leave a cluster it started up")
     p.add_argument("--fault-at", type=float, default=0.5, metavar="FRACTION",
                    help="inject the fault when this fraction of the messages is acked")  # fmt: skip

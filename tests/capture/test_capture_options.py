@@ -205,3 +205,34 @@ def test_rolling_churn_restarts_every_consumer_once_in_turn() -> None:
          {"ack_count": 503, "phase": "end", "restarted": True, "pid": 7, "incarnation": 1}),
     ]  # fmt: skip
     _opts(subscription_type="Key_Shared", consumers=3, consumer_churn="rolling").check()
+
+
+def test_several_chaos_actions_land_in_the_run_config_and_their_restores_run_last_first() -> None:
+    from capture.chaos import ChaosSpec
+    from capture.harness import _restore
+
+    one, two = ChaosSpec("unload", 10), ChaosSpec("kill-qw-bookies", 20)
+    assert _opts(chaos=one).chaos_actions == (one,)
+    assert _config_fields(_opts(chaos=one), None)["chaos"] == "unload@10"
+    assert _config_fields(_opts(chaos=(one, two)), None)["chaos"] == "unload@10,kill-qw-bookies@20"
+    assert _opts().chaos_actions == () and _config_fields(_opts(), None)["chaos"] is None
+
+    done: list[str] = []
+
+    def step(name: str):  # noqa: ANN202
+        def restore() -> None:
+            done.append(name)
+
+        restore.rest = lambda: done.append(f"{name} rest")  # type: ignore[attr-defined]
+        return restore
+
+    outcomes = [{"action": "a", "restore": step("a")}, {"action": "b"},
+                {"action": "c", "restore": step("c")}]  # fmt: skip
+    restore = _restore(outcomes)
+    assert all("restore" not in outcome for outcome in outcomes)  # out of the summary
+    restore()
+    restore.rest()
+    assert done == ["c", "a", "c rest", "a rest"]
+    single = step("s")
+    assert _restore({"action": "s", "restore": single}) is single
+    assert _restore(None) is None and _restore([{"action": "u"}]) is None

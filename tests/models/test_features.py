@@ -232,3 +232,30 @@ def test_a_wiped_bookie_disk_is_a_bookie_fault_whose_copies_did_not_survive(spar
     )
     assert wiped["data_survived"] is False  # back, registered, but empty
     assert killed["data_survived"] is True  # the same quorum restarted with its disks
+
+
+def test_an_unload_then_a_wipe_in_one_run_is_one_bookie_fault_from_the_first_to_the_last(
+    spark,
+) -> None:
+    """Two chaos actions in one run (`chaos run --then`): the kind is the wipe's (the unload
+    only moves the bundle), the fault spans the unload's start to the wipe's end."""
+    rows = frames(
+        spark,
+        run_events=[
+            config("two", 3, 2, 2, simulated=False),
+            chaos("two", 1.0, "unload", "public/default/0x0_0x1", "start"),
+            chaos("two", 5_000.0, "wipe-qw-bookies-disk", "bookie-1,bookie-2", "start"),
+            chaos("two", 17_000.0, "wipe-qw-bookies-disk", "bookie-1,bookie-2", "end"),
+            config("one", 1, 1, 1, simulated=False),
+            chaos("one", 1.0, "unload", "public/default/0x0_0x1", "start"),
+        ],
+        message_history=[message("two", 0, 0, 1), message("one", 0, 0, 20_000)],
+        run_summary=[summary("two"), summary("one")],
+    )
+    got = {r["run_id"]: r.asDict() for r in build_run_features(*rows).collect()}
+    two, one = got["two"], got["one"]
+    assert (two["fault_kind"], two["fault_bookies"], two["fault_brokers"]) == ("kill-bookie", 2, 0)
+    assert two["data_survived"] is False  # the wipe's disks
+    assert two["fault_duration_s"] == pytest.approx(16.999)
+    assert (one["fault_kind"], one["fault_bookies"], one["data_survived"]) == ("unload", 0, True)
+    assert one["fault_duration_s"] == pytest.approx(19.999)  # no end: to the last ack
