@@ -11,17 +11,42 @@ without a `seq` property (not ours) are counted, not recorded. A Reader is an ex
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import pulsar
 
 from capture.admin import Admin, TopicName
 from capture.recorder import Recorder
 
+log = logging.getLogger(__name__)
+
 READ_TIMEOUT_MS = 10_000
 RETRIES = 6  # reads that time out in a row (e.g. while a broker restarts) before giving up
+# Attempts at opening the read-back's reader or consumer: right after a fault (a broker killed
+# and restarted, a bundle moving) the topic's lookup can time out (the client's operation
+# timeout, 30 s) while its ownership settles; the read-back tries again rather than lose the run.
+OPEN_ATTEMPTS = 3
+
+T = TypeVar("T")
+
+
+def open_retrying(open_it: Callable[[], T], attempts: int = OPEN_ATTEMPTS) -> T:
+    """`open_it()`, tried again after a pulsar.Timeout, at most `attempts` times in all (the
+    last Timeout raised)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return open_it()
+        except pulsar.Timeout:
+            if attempt == attempts:
+                raise
+            log.warning("opening the read-back timed out (attempt %d of %d)", attempt, attempts)
+    raise AssertionError("unreachable")
+
+
 MakeRecorder = Callable[[str, str, str], Recorder]
 # Trace format v1.1's subscription types → the client's consumer types.
 CONSUMER_TYPES = {
@@ -76,7 +101,9 @@ def drain_reader(
 
     retries: reads that fail in a row before giving up (few while a fault blocks reads)."""
     name = f"reader-{secrets.token_hex(4)}"
-    reader = client.create_reader(topic.full, pulsar.MessageId.earliest, reader_name=name)
+    reader = open_retrying(
+        lambda: client.create_reader(topic.full, pulsar.MessageId.earliest, reader_name=name)
+    )
     rec = make(topic.full, "consumer", name)
     rec.emit("subscribe", subscription=name, subscription_type="Exclusive")
     received = foreign = failures = 0
@@ -117,12 +144,14 @@ def drain_subscription(
     earliest position (or of the existing subscription `name`), acknowledging each message,
     until a receive times out and the subscription's backlog is 0."""
     name = name or f"audit-{secrets.token_hex(4)}"
-    consumer = client.subscribe(
-        topic.full,
-        name,
-        initial_position=pulsar.InitialPosition.Earliest,
-        consumer_name=name,
-        **subscribe_options(subscription_type),
+    consumer = open_retrying(
+        lambda: client.subscribe(
+            topic.full,
+            name,
+            initial_position=pulsar.InitialPosition.Earliest,
+            consumer_name=name,
+            **subscribe_options(subscription_type),
+        )
     )
     rec = make(topic.full, "consumer", name)
     rec.emit("subscribe", subscription=name, subscription_type=subscription_type)
