@@ -37,14 +37,12 @@ T = TypeVar("T")
 def open_retrying(open_it: Callable[[], T], attempts: int = OPEN_ATTEMPTS) -> T:
     """`open_it()`, tried again after a pulsar.Timeout, at most `attempts` times in all (the
     last Timeout raised)."""
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, attempts):
         try:
             return open_it()
         except pulsar.Timeout:
-            if attempt == attempts:
-                raise
             log.warning("opening the read-back timed out (attempt %d of %d)", attempt, attempts)
-    raise AssertionError("unreachable")
+    return open_it()
 
 
 MakeRecorder = Callable[[str, str, str], Recorder]
