@@ -38,6 +38,13 @@ DELTA_CONF = {
 # parsed into a map (the default policy raises DUPLICATED_MAP_KEY, even in PERMISSIVE mode):
 # the map keeps the last value and the trace format refuses the line, naming the field.
 SQL_CONF = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
+# PySpark records the Python call site of every DataFrame and Column call in the driver, for
+# error messages: four py4j round trips per call (the active session, this setting, then set
+# and clear the origin), a third of the thousands of calls that build analyze's plans. Off:
+# `analyze examples` 4 % less CPU, a tiny literal pipeline's plans built 27 % faster
+# (docs/performance.md, "Session 25"). A static setting: a session's builder only (turn it
+# back on under `spark.conf` in conf/*.yaml to see call sites in an error).
+PYTHON_CONF = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 R = TypeVar("R")
 
 
@@ -164,7 +171,13 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         )
     if config.spark.driver_memory:
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)
-    for key, value in {**DELTA_CONF, **SQL_CONF, **config.spark.conf, **(extra_conf or {})}.items():
+    for key, value in {
+        **DELTA_CONF,
+        **SQL_CONF,
+        **PYTHON_CONF,
+        **config.spark.conf,
+        **(extra_conf or {}),
+    }.items():
         builder = builder.config(key, value)
     with jvm_start_quiet():  # the JVM's and Spark's start-up lines: only with -v
         spark = builder.getOrCreate()
