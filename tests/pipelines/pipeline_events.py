@@ -1,12 +1,18 @@
-"""Tiny literal bronze events for pipeline tests: one function per trace event."""
+"""Tiny literal bronze events for pipeline tests: one function per trace event.
+
+A module's traces are `Cases`, built as the runs of one pipeline build (the product analyzes
+many runs at once, each run judged from its own events alone): the build's fixed cost, plan
+construction and some sixty tiny Spark jobs, is then paid once per module, not once per test."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pipelines.build import (
     Bronze,
@@ -155,9 +161,68 @@ def build(spark: SparkSession, events: list[dict], checks: list[dict] = ()) -> t
     return silver, gold
 
 
+def of_run(silver: Silver, gold: Gold, run_id: str) -> tuple[Silver, Gold]:
+    """Every silver and gold frame cut down to the rows of run `run_id`."""
+
+    def run(df: DataFrame) -> DataFrame:
+        return df.filter(F.col("run_id") == run_id)
+
+    return (
+        Silver(run(silver.message_history), run(silver.delivery)),
+        Gold(run(gold.anomalies), run(gold.outages), run(gold.run_summary)),
+    )
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Silver and gold of one build of several cases; `runs[name]` is one case's slice."""
+
+    silver: Silver
+    gold: Gold
+    names: tuple[str, ...]
+
+    def __getitem__(self, case: str | Callable[[], list[dict]]) -> tuple[Silver, Gold]:
+        name = case if isinstance(case, str) else case.__name__
+        if name not in self.names:
+            raise KeyError(f"no case {name!r} in this build; cases: {', '.join(self.names)}")
+        return of_run(self.silver, self.gold, name)
+
+
+class Cases:
+    """A module's literal traces, each under its own run_id (the case's name), built together.
+
+    `add(name, events, checks)` or the decorator `@cases.case` (the function's name, its
+    result the events) declare them; `build(spark)` runs the pipeline once over all of them.
+    Each case's events keep their order, so line_number still rises within a run."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, list[dict]] = {}
+        self.checks: dict[str, list[dict]] = {}
+
+    def add(self, name: str, events: list[dict], checks: list[dict] = ()) -> str:
+        if name in self.events:
+            raise ValueError(f"case {name!r} declared twice")
+        self.events[name] = [{**e, "run_id": name} for e in events]
+        self.checks[name] = [{**c, "run_id": name} for c in checks]
+        return name
+
+    def case(self, events: Callable[[], list[dict]]) -> Callable[[], list[dict]]:
+        self.add(events.__name__, events())
+        return events
+
+    def build(self, spark: SparkSession) -> Runs:
+        events = [e for run in self.events.values() for e in run]
+        checks = [c for run in self.checks.values() for c in run]
+        return Runs(*build(spark, events, checks), names=tuple(self.events))
+
+
 def summary(gold: Gold) -> dict[str, dict[str, Any]]:
-    """run_summary rows keyed by subscription (tests use one run and one topic)."""
-    return {r["subscription"]: r.asDict() for r in gold.run_summary.collect()}
+    """run_summary rows keyed by subscription (a test reads one run, e.g. `Runs[case]`, and one
+    topic)."""
+    rows = gold.run_summary.collect()
+    if len({r["run_id"] for r in rows}) > 1:
+        raise ValueError("summary of several runs: read one case's run (Runs[case])")
+    return {r["subscription"]: r.asDict() for r in rows}
 
 
 def anomalies(gold: Gold, *kinds: str) -> list[tuple]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from pipeline_events import (
+    Cases,
     ack,
     anomalies,
     at,
-    build,
     config,
     end,
     failed_check,
@@ -28,15 +28,19 @@ def _sent_and_acked(
     return [e for s in seqs for e in (send(s, s, **kw), ack(s, s + 0.5, ledger=ledger, **kw))]
 
 
-def test_no_events_no_anomalies_and_an_empty_summary(spark):
-    _, gold = build(spark, [])
+CASES = Cases()  # every trace below is a run of one build (the `runs` fixture)
+
+
+def test_no_events_no_anomalies_and_an_empty_summary(no_events):
+    _, gold = no_events
     assert gold.anomalies.schema.simpleString() == ANOMALIES.simpleString()
     assert gold.run_summary.schema.simpleString() == RUN_SUMMARY.simpleString()
     assert (gold.anomalies.count(), gold.run_summary.count()) == (0, 0)
 
 
-def test_lost_needs_every_consumer_to_end_otherwise_unseen(spark):
-    events = [
+@CASES.case
+def lost_or_unseen() -> list[dict]:
+    return [
         *_sent_and_acked(1, 2, 3, 4, 5, 6),
         receive(1, 10),
         receive(4, 11),
@@ -44,7 +48,10 @@ def test_lost_needs_every_consumer_to_end_otherwise_unseen(spark):
         receive(1, 10, consumer="c2", subscription="s2"),
         end(20, consumer="c3", subscription="s3"),  # read to the end, received nothing
     ]
-    _, gold = build(spark, events)
+
+
+def test_lost_needs_every_consumer_to_end_otherwise_unseen(runs):
+    _, gold = runs[lost_or_unseen]
     assert anomalies(gold, "lost", "unseen") == [
         ("s1", -1, "p1", "lost", 2, 3, 2),
         ("s1", -1, "p1", "lost", 5, 6, 2),
@@ -72,13 +79,18 @@ def test_lost_needs_every_consumer_to_end_otherwise_unseen(spark):
     )
 
 
-def test_repeat_is_a_redelivery_and_reorder_is_out_of_order(spark):
+@CASES.case
+def repeat_and_reorder() -> list[dict]:
     repeat = [receive(s, 10 + i) for i, s in enumerate([1, 2, 3])]
     repeat += [receive(2, 14, redelivery_count=1), receive(4, 15), end(20)]
     reorder = [receive(s, 10 + i, consumer="c2", subscription="s2") for i, s in enumerate([1, 4])]
     reorder += [receive(s, 12 + i, consumer="c2", subscription="s2") for i, s in enumerate([4, 2])]
     reorder += [receive(3, 14, consumer="c2", subscription="s2"), end(20, consumer="c2")]
-    _, gold = build(spark, [*_sent_and_acked(1, 2, 3, 4), *repeat, *reorder])
+    return [*_sent_and_acked(1, 2, 3, 4), *repeat, *reorder]
+
+
+def test_repeat_is_a_redelivery_and_reorder_is_out_of_order(runs):
+    _, gold = runs[repeat_and_reorder]
     assert anomalies(gold) == [
         ("s1", -1, "p1", "redelivered", 2, 2, 1),
         ("s2", -1, "p1", "out_of_order", 2, 2, 1),  # 3 comes after 2: lower than 4, not than 2
@@ -100,13 +112,21 @@ def test_repeat_is_a_redelivery_and_reorder_is_out_of_order(spark):
     assert (skip.first_ts, skip.last_ts) == (at(11), at(11))
 
 
-@pytest.mark.parametrize("deduplication", [False, True])
-def test_block_duplicated_across_a_ledger_boundary(spark, deduplication):
+def _block_duplicated(deduplication: bool) -> list[dict]:
     first_copies = [receive(10, 20, ledger=12, entry=5), receive(11, 21, ledger=12, entry=6)]
     retried = [ack(s, 30 + s, ledger=14, entry=s - 10) for s in (10, 11, 12)]
     second_copies = [receive(s, 40 + s, ledger=14, entry=s - 10) for s in (10, 11, 12)]
     events = [config(deduplication), *[send(s, s) for s in (10, 11, 12)], *retried]
-    _, gold = build(spark, [*events, *first_copies, *second_copies, end(99)])
+    return [*events, *first_copies, *second_copies, end(99)]
+
+
+for _dedup in (False, True):
+    CASES.add(f"block_duplicated_dedup_{_dedup}", _block_duplicated(_dedup))
+
+
+@pytest.mark.parametrize("deduplication", [False, True])
+def test_block_duplicated_across_a_ledger_boundary(runs, deduplication):
+    _, gold = runs[f"block_duplicated_dedup_{deduplication}"]
     assert anomalies(gold) == [("s1", -1, "p1", "duplicated", 10, 11, 2)]
     why = (
         "although deduplication is on for this run; why it did not drop the second copy is "
@@ -136,8 +156,9 @@ def test_block_duplicated_across_a_ledger_boundary(spark, deduplication):
     assert row["reasons"] == (["duplicated=2 with deduplication on"] if deduplication else [])
 
 
-def test_partitions_with_several_producers_and_consumers(spark):
-    events = [
+@CASES.case
+def partitions_producers_consumers() -> list[dict]:
+    return [
         *_sent_and_acked(1, 2, producer="p1", partition=0),
         *_sent_and_acked(1, 2, producer="p1", partition=1),
         *_sent_and_acked(1, 2, producer="p2", partition=0, ledger=2),  # stored after p1's
@@ -149,7 +170,10 @@ def test_partitions_with_several_producers_and_consumers(spark):
         end(20),
         end(20, consumer="c2"),
     ]
-    _, gold = build(spark, events)
+
+
+def test_partitions_with_several_producers_and_consumers(runs):
+    _, gold = runs[partitions_producers_consumers]
     # storage order on partition 0: 1:1 1:2 (p1), 2:1 2:2 (p2); read: 1:1 2:2 1:2 2:1
     assert anomalies(gold) == [
         ("s1", 0, "p1", "nonmonotonic_poll", 2, 2, 1),
@@ -166,9 +190,14 @@ def test_partitions_with_several_producers_and_consumers(spark):
     assert lost.startswith("1 acked message (seq 1) from producer p1 on partition 1 was never")
 
 
-def test_nack_then_late_delivery_is_received_and_unacked_not_lost(spark):
+@CASES.case
+def nack_then_late_delivery() -> list[dict]:
     events = [send(1, 0), send(2, 1), ack(1, 2), nack(2, 3), receive(1, 5), receive(2, 6)]
-    _, gold = build(spark, [*events, end(9)])
+    return [*events, end(9)]
+
+
+def test_nack_then_late_delivery_is_received_and_unacked_not_lost(runs):
+    _, gold = runs[nack_then_late_delivery]
     assert anomalies(gold) == [("s1", -1, "p1", "unacked_received", 2, 2, 1)]
     assert gold.anomalies.first().explanation == (
         "1 message (seq 2) from producer p1 was delivered to subscription s1 but never acked "
@@ -179,16 +208,25 @@ def test_nack_then_late_delivery_is_received_and_unacked_not_lost(spark):
     assert [row[c] for c in counts] == [2, 1, 1, 2, 0, 1, "true"]
 
 
-def test_failed_table_check_makes_the_run_unknown_before_anything_else(spark):
-    events = [*_sent_and_acked(1, 2), receive(1, 5), end(9)]
-    _, gold = build(spark, events, checks=[failed_check("orphan_acks")])
+CASES.add(
+    "failed_table_check",
+    [*_sent_and_acked(1, 2), receive(1, 5), end(9)],
+    checks=[failed_check("orphan_acks")],
+)
+
+
+def test_failed_table_check_makes_the_run_unknown_before_anything_else(runs):
+    _, gold = runs["failed_table_check"]
     row = summary(gold)["s1"]
     assert (row["lost"], row["valid"]) == (1, "unknown")
     assert row["reasons"] == ["check failed: orphan_acks", "lost=1"]
 
 
-def test_topic_without_consumers_is_unknown_not_missing(spark):
-    _, gold = build(spark, _sent_and_acked(1, 2))
+CASES.add("topic_without_consumers", _sent_and_acked(1, 2))
+
+
+def test_topic_without_consumers_is_unknown_not_missing(runs):
+    _, gold = runs["topic_without_consumers"]
     row = summary(gold)[""]
     assert (row["acked"], row["unseen"], row["valid"]) == (2, 2, "unknown")
     assert row["reasons"] == ["no consumer of this topic was traced"]

@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
-from pipeline_events import ack, anomalies, build, end, receive, send, summary
+from pipeline_events import Cases, ack, anomalies, end, receive, send, summary
 
 
 def _sent_and_acked(*seqs: int) -> list[dict]:
     return [e for s in seqs for e in (send(s, s), ack(s, s + 0.5))]
 
 
-def test_no_events_and_a_clean_read_have_neither(spark):
-    _, empty = build(spark, [])
+CASES = Cases()  # every trace below is a run of one build (the `runs` fixture)
+CASES.add(
+    "clean_read", [*_sent_and_acked(1, 2, 3), *(receive(s, 10 + s) for s in (1, 2, 3)), end(20)]
+)
+
+
+def test_no_events_and_a_clean_read_have_neither(no_events, runs):
+    _, empty = no_events
     assert anomalies(empty, "poll_skip", "nonmonotonic_send") == []
-    clean = [*_sent_and_acked(1, 2, 3), *(receive(s, 10 + s) for s in (1, 2, 3)), end(20)]
-    _, gold = build(spark, clean)
+    _, gold = runs["clean_read"]
     assert anomalies(gold, "poll_skip", "nonmonotonic_send") == []
     assert (summary(gold)["s1"]["poll_skip"], summary(gold)["s1"]["nonmonotonic_send"]) == (0, 0)
 
 
-def test_a_jump_over_stored_messages_is_a_poll_skip_whether_got_later_or_never(spark):
+@CASES.case
+def jump_got_later_or_never() -> list[dict]:
     later = [receive(1, 10), receive(4, 11), receive(2, 12), receive(3, 13), end(20)]
     never = [receive(s, 10 + s, consumer="c2", subscription="s2") for s in (1, 2, 5)]
     never.append(end(20, consumer="c2", subscription="s2"))
-    _, gold = build(spark, [*_sent_and_acked(1, 2, 3, 4, 5), *later, *never])
+    return [*_sent_and_acked(1, 2, 3, 4, 5), *later, *never]
+
+
+def test_a_jump_over_stored_messages_is_a_poll_skip_whether_got_later_or_never(runs):
+    _, gold = runs[jump_got_later_or_never]
     assert anomalies(gold, "poll_skip") == [
         ("s1", -1, "p1", "poll_skip", 2, 3, 2),
         ("s2", -1, "p1", "poll_skip", 3, 4, 2),
@@ -37,13 +47,19 @@ def test_a_jump_over_stored_messages_is_a_poll_skip_whether_got_later_or_never(s
     )
 
 
-def test_a_redelivery_going_back_is_not_a_skip(spark):
+@CASES.case
+def redelivery_going_back() -> list[dict]:
     events = [receive(1, 10), receive(2, 11), receive(1, 12, redelivery_count=1), receive(3, 13)]
-    _, gold = build(spark, [*_sent_and_acked(1, 2, 3), *events, end(20)])
+    return [*_sent_and_acked(1, 2, 3), *events, end(20)]
+
+
+def test_a_redelivery_going_back_is_not_a_skip(runs):
+    _, gold = runs[redelivery_going_back]
     assert anomalies(gold, "poll_skip") == []
 
 
-def test_a_shared_subscription_splitting_the_entries_is_not_a_skip_a_hole_still_is(spark):
+@CASES.case
+def shared_splitting_entries() -> list[dict]:
     """c1 and c2 share s1: each jumps over what the other got (no skip); after c2 left, c1
     jumps over 5–6, which nobody got (a skip). c3 alone in s3 jumps over 2 (a skip)."""
     shared = [
@@ -58,14 +74,19 @@ def test_a_shared_subscription_splitting_the_entries_is_not_a_skip_a_hole_still_
     ]
     alone = [receive(s, 10 + s, consumer="c3", subscription="s3") for s in (1, 3, 4, 5, 6, 7)]
     alone.append(end(20, consumer="c3", subscription="s3"))
-    _, gold = build(spark, [*_sent_and_acked(*range(1, 8)), *shared, *alone])
+    return [*_sent_and_acked(*range(1, 8)), *shared, *alone]
+
+
+def test_a_shared_subscription_splitting_the_entries_is_not_a_skip_a_hole_still_is(runs):
+    _, gold = runs[shared_splitting_entries]
     assert anomalies(gold, "poll_skip") == [
         ("s1", -1, "p1", "poll_skip", 5, 6, 2),
         ("s3", -1, "p1", "poll_skip", 2, 2, 1),
     ]
 
 
-def test_consumers_of_one_subscription_on_different_partitions_are_checked_each_alone(spark):
+@CASES.case
+def one_subscription_two_partitions() -> list[dict]:
     """c1 reads partition 0, c2 partition 1, both in s1 (a Failover subscription per
     partition): c2 jumping over seq 2 of partition 1 is a skip, c1's clean read is not."""
     events = []
@@ -77,17 +98,26 @@ def test_consumers_of_one_subscription_on_different_partitions_are_checked_each_
         got = (1, 2, 3) if partition == 0 else (1, 3)
         events += [receive(s, 10 + s, ledger=ledger, consumer=consumer, **on) for s in got]
         events.append(end(20, consumer=consumer, **on))
-    _, gold = build(spark, events)
+    return events
+
+
+def test_consumers_of_one_subscription_on_different_partitions_are_checked_each_alone(runs):
+    _, gold = runs[one_subscription_two_partitions]
     assert anomalies(gold, "poll_skip") == [("s1", 1, "p1", "poll_skip", 2, 2, 1)]
 
 
-def test_a_later_send_with_a_lower_message_id_is_a_nonmonotonic_send(spark):
+@CASES.case
+def later_send_lower_message_id() -> list[dict]:
     """Sent 1, 2, 3; seq 2 was stored before seq 1 (entry 1 < entry 2): the later send got
     the lower MessageId."""
     events = [send(1, 1), send(2, 2), send(3, 3), ack(1, 4, entry=2), ack(2, 5, entry=1)]
     events.append(ack(3, 6, entry=3))
     reads = [receive(2, 11, entry=1), receive(1, 12, entry=2), receive(3, 13)]
-    _, gold = build(spark, [*events, *reads, end(20)])
+    return [*events, *reads, end(20)]
+
+
+def test_a_later_send_with_a_lower_message_id_is_a_nonmonotonic_send(runs):
+    _, gold = runs[later_send_lower_message_id]
     assert anomalies(gold, "nonmonotonic_send") == [(None, -1, "p1", "nonmonotonic_send", 2, 2, 1)]
     row = summary(gold)["s1"]
     assert (row["nonmonotonic_send"], row["valid"]) == (1, "false")
@@ -96,7 +126,8 @@ def test_a_later_send_with_a_lower_message_id_is_a_nonmonotonic_send(spark):
     assert "a message the producer sent earlier (up to 1:2)" in explanation
 
 
-def test_acks_arriving_out_of_send_order_are_not_a_nonmonotonic_send(spark):
+@CASES.case
+def acks_out_of_send_order() -> list[dict]:
     """Issue 26: acks recorded by the client's callbacks with sub-millisecond jitter (a batch's
     members a few microseconds apart, in any order) while each later send got a higher
     MessageId: nothing is wrong."""
@@ -104,7 +135,11 @@ def test_acks_arriving_out_of_send_order_are_not_a_nonmonotonic_send(spark):
     jitter = [0.004, 0.001, 0.003, 0.002, 0.006, 0.005]
     acks = [ack(s, 2 + jitter[s], entry=7, batch_index=s) for s in range(6)]
     reads = [receive(s, 10 + s, entry=7, batch_index=s) for s in range(6)]
-    _, gold = build(spark, [*sends, *acks, *reads, end(20)])
+    return [*sends, *acks, *reads, end(20)]
+
+
+def test_acks_arriving_out_of_send_order_are_not_a_nonmonotonic_send(runs):
+    _, gold = runs[acks_out_of_send_order]
     assert anomalies(gold, "nonmonotonic_send") == []
     row = summary(gold)["s1"]
     assert (row["nonmonotonic_send"], row["valid"]) == (0, "true")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from pipeline_events import ack, at, build, end, nack, receive, send, subscribe, summary
+from pipeline_events import Cases, ack, at, end, nack, receive, send, subscribe, summary
 
 from pulsar_audit.schemas import DELIVERY, MESSAGE_HISTORY
 
+CASES = Cases()  # every trace below is a run of one build (the `runs` fixture)
 
-def test_no_events_give_empty_silver_and_gold(spark):
-    silver, gold = build(spark, [])
+
+def test_no_events_give_empty_silver_and_gold(no_events):
+    silver, gold = no_events
     assert silver.delivery.schema.simpleString() == DELIVERY.simpleString()
     assert silver.message_history.schema.simpleString() == MESSAGE_HISTORY.simpleString()
     assert silver.delivery.count() == 0
@@ -18,8 +20,9 @@ def test_no_events_give_empty_silver_and_gold(spark):
     assert gold.run_summary.count() == 0
 
 
-def test_ts_ties_are_resolved_by_event_index(spark):
-    events = [
+@CASES.case
+def ts_ties() -> list[dict]:
+    return [
         send(1, 0),
         send(2, 0),
         # Same ts; the file lists seq 2 first, but event_index says seq 1 came first.
@@ -27,26 +30,37 @@ def test_ts_ties_are_resolved_by_event_index(spark):
         receive(1, 5, event_index=0),
         receive(3, 4, event_index=7, producer="p1"),
     ]
-    silver, _ = build(spark, events)
+
+
+def test_ts_ties_are_resolved_by_event_index(runs):
+    silver, _ = runs[ts_ties]
     got = [(r.delivery_index, r.seq) for r in silver.delivery.orderBy("delivery_index").collect()]
     assert got == [(0, 3), (1, 1), (2, 2)]
 
 
-def test_without_event_index_ts_then_line_order_decides(spark):
-    events = [receive(9, 5), receive(8, 5), receive(7, 1)]
-    silver, _ = build(spark, [send(7, 0), *events])
+@CASES.case
+def without_event_index() -> list[dict]:
+    return [send(7, 0), receive(9, 5), receive(8, 5), receive(7, 1)]
+
+
+def test_without_event_index_ts_then_line_order_decides(runs):
+    silver, _ = runs[without_event_index]
     got = [r.seq for r in silver.delivery.orderBy("delivery_index").collect()]
     assert got == [7, 9, 8]
 
 
-def test_missing_producer_is_filled_when_the_topic_has_one(spark):
-    silver, gold = build(spark, [send(1, 0), ack(1, 2), receive(1, 3, producer=None), end(9)])
+CASES.add("missing_producer", [send(1, 0), ack(1, 2), receive(1, 3, producer=None), end(9)])
+
+
+def test_missing_producer_is_filled_when_the_topic_has_one(runs):
+    silver, gold = runs["missing_producer"]
     assert [(r.producer, r.seq) for r in silver.delivery.collect()] == [("p1", 1)]
     row = summary(gold)["s1"]
     assert (row["received"], row["lost"], row["unattributed"], row["valid"]) == (1, 0, 0, "true")
 
 
-def test_a_consumer_that_subscribed_and_received_nothing_still_has_a_verdict(spark):
+@CASES.case
+def subscribed_received_nothing() -> list[dict]:
     # r-blocked attached while the bookies were down and read nothing; r-empty read to the end
     # and got nothing; r-all read everything. Without `subscribe`, r-blocked would vanish.
     produced = [send(1, 0), ack(1, 2), send(2, 1), ack(2, 3)]
@@ -54,7 +68,11 @@ def test_a_consumer_that_subscribed_and_received_nothing_still_has_a_verdict(spa
     empty = [subscribe(5, consumer="r-empty", subscription="r-empty"), end(8, "r-empty", None)]
     full = [subscribe(5, "r-all", "r-all"), receive(1, 6, consumer="r-all", subscription="r-all")]
     full += [receive(2, 7, consumer="r-all", subscription="r-all"), end(9, "r-all", "r-all")]
-    _, gold = build(spark, [*produced, *blocked, *empty, *full])
+    return [*produced, *blocked, *empty, *full]
+
+
+def test_a_consumer_that_subscribed_and_received_nothing_still_has_a_verdict(runs):
+    _, gold = runs[subscribed_received_nothing]
     rows = {
         sub: (r["received"], r["unseen"], r["lost"], r["valid"]) for sub, r in summary(gold).items()
     }
@@ -65,8 +83,9 @@ def test_a_consumer_that_subscribed_and_received_nothing_still_has_a_verdict(spa
     }
 
 
-def test_unresolvable_producer_is_counted_not_dropped(spark):
-    events = [
+@CASES.case
+def unresolvable_producer() -> list[dict]:
+    return [
         send(1, 0, producer="p1"),
         ack(1, 2, producer="p1"),
         send(1, 0, producer="p2"),
@@ -75,7 +94,10 @@ def test_unresolvable_producer_is_counted_not_dropped(spark):
         receive(1, 4, ledger=2, producer="p2"),
         end(9),
     ]
-    silver, gold = build(spark, events)
+
+
+def test_unresolvable_producer_is_counted_not_dropped(runs):
+    silver, gold = runs[unresolvable_producer]
     assert [(r.producer, r.seq) for r in silver.delivery.collect()] == [("p2", 1)]
     row = summary(gold)["s1"]
     assert (row["unattributed"], row["lost"], row["received"]) == (1, 1, 1)
@@ -87,8 +109,9 @@ def test_unresolvable_producer_is_counted_not_dropped(spark):
     ]
 
 
-def test_message_history_holds_send_ack_copies_and_deliveries(spark):
-    events = [
+@CASES.case
+def send_ack_copies_deliveries() -> list[dict]:
+    return [
         send(1, 0),
         ack(1, 2.5, ledger=7, entry=3),
         nack(2, 1),
@@ -96,7 +119,10 @@ def test_message_history_holds_send_ack_copies_and_deliveries(spark):
         receive(1, 4, ledger=8, entry=0, consumer="c1", subscription="s1"),
         receive(1, 6, ledger=7, entry=3, consumer="c2", subscription="s2"),
     ]
-    silver, _ = build(spark, events)
+
+
+def test_message_history_holds_send_ack_copies_and_deliveries(runs):
+    silver, _ = runs[send_ack_copies_deliveries]
     rows = {r.seq: r for r in silver.message_history.collect()}
     one = rows[1]
     assert (one.sent, one.acked, one.nacked, one.ack_latency_ms) == (True, True, False, 2.5)
@@ -117,9 +143,10 @@ def test_message_history_holds_send_ack_copies_and_deliveries(spark):
     assert (two.copies, two.subscriptions) == ([], [])
 
 
-def test_an_ack_of_minus_one_is_not_a_stored_copy(spark):
+@CASES.case
+def ack_of_minus_one() -> list[dict]:
     # the first send timed out; the broker had stored it at 1:4 and drops the resend (dedup on)
-    events = [
+    return [
         send(4, 0),
         nack(4, 30_000),
         send(4, 30_001, event_index=9),
@@ -127,7 +154,10 @@ def test_an_ack_of_minus_one_is_not_a_stored_copy(spark):
         receive(4, 40_000, ledger=1, entry=4),
         end(40_001),
     ]
-    silver, gold = build(spark, events)
+
+
+def test_an_ack_of_minus_one_is_not_a_stored_copy(runs):
+    silver, gold = runs[ack_of_minus_one]
     (history,) = silver.message_history.collect()
     assert [(c.ledger_id, c.entry_id) for c in history.copies] == [(1, 4)]
     assert summary(gold)["s1"]["duplicated"] == 0

@@ -1,9 +1,20 @@
 """Each subscription type judged by its own promises (docs/subscription-types.md): tiny
-literal traces, one subscription per case so that one build checks several."""
+literal traces, several subscriptions per case, every case a run of one build."""
 
 from __future__ import annotations
 
-from pipeline_events import ack, anomalies, bronze, build, end, receive, send, subscribe, summary
+from pipeline_events import (
+    Cases,
+    ack,
+    anomalies,
+    bronze,
+    build,
+    end,
+    receive,
+    send,
+    subscribe,
+    summary,
+)
 
 from pipelines.build import shared_frames
 from pipelines.detectors import FAILOVER, KEY_SHARED, TYPED, typed_checks
@@ -34,18 +45,26 @@ def _got(
     return [*events, end(100_000, consumer=consumer, subscription=sub)]
 
 
-def test_no_events_and_an_untyped_trace_are_judged_as_before(spark):
-    _, empty = build(spark, [])
+CASES = Cases()  # every trace below is a run of one build (the `runs` fixture)
+UNTYPED = [*_sent(1, 2), receive(2, 10), receive(1, 11), end(20)]
+CASES.add("untyped", UNTYPED)
+
+
+def test_no_events_and_an_untyped_trace_are_judged_as_before(spark, no_events, runs):
+    """The untyped trace alone (no typed detector built) and as a run beside typed ones (all
+    built): judged the same, as before subscription types."""
+    _, empty = no_events
     assert anomalies(empty) == []
-    _, gold = build(spark, [*_sent(1, 2), receive(2, 10), receive(1, 11), end(20)])
-    assert anomalies(gold, *NEW_KINDS) == []
-    assert anomalies(gold, "out_of_order") == [("s1", -1, "p1", "out_of_order", 1, 1, 1)]
-    row = summary(gold)["s1"]
-    assert (row["subscription_type"], row["valid"]) == (None, "false")
-    assert row["unchecked"] == [
-        "subscription type not in the trace: order judged per partition, as for Exclusive and "
-        "Failover; key order and ownership not checked"
-    ]
+    _, alone = build(spark, UNTYPED)
+    for gold in (alone, runs["untyped"][1]):
+        assert anomalies(gold, *NEW_KINDS) == []
+        assert anomalies(gold, "out_of_order") == [("s1", -1, "p1", "out_of_order", 1, 1, 1)]
+        row = summary(gold)["s1"]
+        assert (row["subscription_type"], row["valid"]) == (None, "false")
+        assert row["unchecked"] == [
+            "subscription type not in the trace: order judged per partition, as for Exclusive "
+            "and Failover; key order and ownership not checked"
+        ]
 
 
 def test_typed_checks_are_built_only_for_the_types_a_trace_names(spark):
@@ -64,18 +83,22 @@ def test_typed_checks_are_built_only_for_the_types_a_trace_names(spark):
     assert checks(*_sent(1), *_got("s1", "Failover", "c1", (1, 10))) == {TYPED, FAILOVER}
 
 
-def test_a_shared_subscription_reordering_across_consumers_is_valid(spark):
+@CASES.case
+def shared_reordering() -> list[dict]:
     """c1 and c2 share s1: c1 gets 1, 4, then 3 (c2 got 2 and left 3 unacked: redelivered to
     c1 after 4). Shared promises no order: reported as shared_reordered, valid true. s2's
     consumers name two types: its type is unknown, and so is its verdict."""
-    events = [
+    return [
         *_sent(1, 2, 3, 4),
         *_got("s1", "Shared", "c1", (1, 10), (4, 13), (3, 14, 1)),
         *_got("s1", "Shared", "c2", (2, 11), (3, 12)),
         *_got("s2", "Shared", "c3", (1, 10), (3, 12)),
         *_got("s2", "Exclusive", "c4", (2, 11), (4, 13)),
     ]
-    _, gold = build(spark, events)
+
+
+def test_a_shared_subscription_reordering_across_consumers_is_valid(runs):
+    _, gold = runs[shared_reordering]
     assert anomalies(gold, "out_of_order", "poll_skip", "nonmonotonic_poll") == []
     assert anomalies(gold, *NEW_KINDS) == [("s1", -1, "p1", "shared_reordered", 3, 3, 1)]
     row = summary(gold)["s1"]
@@ -94,7 +117,8 @@ def test_a_shared_subscription_reordering_across_consumers_is_valid(spark):
     assert "Shared promises no order" in shared
 
 
-def test_key_shared_per_key_order_stuck_keys_and_overlap(spark):
+@CASES.case
+def key_shared() -> list[dict]:
     """s1: key a (1, 3, 5) to c1, key b (2, 4, 6) to c2; c2 gets 6 before 4 (per-key order
     broken); c1 gets 5 before c2 gets 2 (across keys: fine); c1's 3 comes back redelivered
     after 5 (its first receipt was in order). s2: c3 got a's 1 and 5 80 ms apart with c4
@@ -121,8 +145,11 @@ def test_key_shared_per_key_order_stuck_keys_and_overlap(spark):
         *_got("s5", "Key_Shared", "c9", (2, 15_002), (4, 15_003), (6, 15_004), keys=keys,
               joined=14_995),
     ]  # fmt: skip
-    events = [*_sent(1, 2, 3, 4, 5, 6, keys=keys), *ordered, *overlap, *stuck, *unkeyed, *late]
-    _, gold = build(spark, events)
+    return [*_sent(1, 2, 3, 4, 5, 6, keys=keys), *ordered, *overlap, *stuck, *unkeyed, *late]
+
+
+def test_key_shared_per_key_order_stuck_keys_and_overlap(runs):
+    _, gold = runs[key_shared]
     assert anomalies(gold, *NEW_KINDS, "out_of_order", "poll_skip") == [
         ("s1", -1, "p1", "key_out_of_order", 4, 4, 1),
         ("s2", -1, "p1", "key_overlap", 3, 3, 1),
@@ -146,7 +173,8 @@ def test_key_shared_per_key_order_stuck_keys_and_overlap(spark):
     )
 
 
-def test_ordering_key_comes_before_the_key(spark):
+@CASES.case
+def ordering_key() -> list[dict]:
     """Messages 1 and 2 share ordering key o (keys differ): 2 before 1 breaks per-key order."""
     sends = [send(1, 1, key="x", ordering_key="o"), send(2, 2, key="y", ordering_key="o")]
     acks = [ack(1, 1.5), ack(2, 2.5)]
@@ -155,28 +183,37 @@ def test_ordering_key_comes_before_the_key(spark):
         receive(2, 10, key="y", ordering_key="o", **kind),
         receive(1, 11, key="x", ordering_key="o", **kind),
     ]
-    _, gold = build(spark, [*sends, *acks, *reads, end(20)])
+    return [*sends, *acks, *reads, end(20)]
+
+
+def test_ordering_key_comes_before_the_key(runs):
+    _, gold = runs[ordering_key]
     assert anomalies(gold, *NEW_KINDS) == [("s1", -1, "p1", "key_out_of_order", 1, 1, 1)]
 
 
-def test_failover_two_active_consumers_at_once_and_a_clean_takeover(spark):
+@CASES.case
+def failover() -> list[dict]:
     """s1: c2 got 2 between c1's 1 and 3, 90 ms apart: both active. s2: c3 got 1–2, then c4
     took over with 3–4 (c3 gone): no overlap."""
-    events = [
+    return [
         *_sent(1, 2, 3, 4),
         *_got("s1", "Failover", "c1", (1, 1000), (3, 1090), (4, 1100)),
         *_got("s1", "Failover", "c2", (2, 1050)),
         *_got("s2", "Failover", "c3", (1, 10), (2, 11)),
         *_got("s2", "Failover", "c4", (3, 500), (4, 501)),
     ]
-    _, gold = build(spark, events)
+
+
+def test_failover_two_active_consumers_at_once_and_a_clean_takeover(runs):
+    _, gold = runs[failover]
     assert anomalies(gold, *NEW_KINDS) == [("s1", -1, "p1", "failover_overlap", 2, 2, 1)]
     rows = summary(gold)
     assert (rows["s1"]["valid"], rows["s2"]["valid"]) == ("false", "true")
     assert (rows["s2"]["poll_skip"], rows["s2"]["unchecked"]) == (0, [])
 
 
-def test_two_messages_under_one_message_id_are_inconsistent(spark):
+@CASES.case
+def one_message_id_two_messages() -> list[dict]:
     """Seq 1 and 2 acked as 1:5; seq 3 and 4 batched in entry 7, acked without their batch
     index (-1) and delivered with it (0, 1): a batch, not an inconsistency."""
     sends = [send(s, s) for s in (1, 2, 3, 4)]
@@ -187,7 +224,11 @@ def test_two_messages_under_one_message_id_are_inconsistent(spark):
         receive(3, 12, entry=7, batch_index=0),
         receive(4, 13, entry=7, batch_index=1),
     ]
-    _, gold = build(spark, [*sends, *acks, *reads, end(20)])
+    return [*sends, *acks, *reads, end(20)]
+
+
+def test_two_messages_under_one_message_id_are_inconsistent(runs):
+    _, gold = runs[one_message_id_two_messages]
     assert anomalies(gold, "inconsistent_message_id") == [
         (None, -1, "p1", "inconsistent_message_id", 1, 2, 2)
     ]
