@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from literal_runs import RunSpec, write_run
-from reliability_lakehouse import Reference, differing_tables, digest
+from reliability_lakehouse import Reference, differing_tables, digest, is_long
 
 from jobs.cli import main
 from pulsar_audit.delta_io import Lakehouse
@@ -69,6 +69,11 @@ def _versions(lakehouse_dir: Path) -> dict[str, list[str]]:
     }
 
 
+# An analyze and its rerun on a tmpfs (210 s of the default suite): in the long suites.
+@pytest.mark.reliability_long
+@pytest.mark.skipif(
+    not is_long(), reason="long bad-environment case: PULSAR_AUDIT_RELIABILITY=long"
+)
 def test_a_full_disk_exits_2_and_a_rerun_with_space_equals_a_clean_run(
     spark, reference: Reference, cli, tmpfs
 ):
