@@ -39,6 +39,10 @@ def _setup(chaos: str | None, config: str = "3-3-3", dedup: bool = False) -> dic
         ("wipe-qw-bookies-disk@900", "2-2-1", False, True, False),  # reads of the hole fail
         ("kill-broker@18000", "3-3-2", False, False, True),
         ("isolate-broker-from-zk@9000", "2-2-2", False, False, True),
+        # several actions (capture run --chaos repeated): the loss of a later one counts
+        ("unload@500,wipe-qw-bookies-disk@1000", "3-2-2", False, True, False),
+        ("unload@500,wipe-bookie-disk@1000", "3-2-2", False, False, True),
+        ("unload@500,wipe-bookie-disk@1000", "1-1-1", True, True, True),
     ],
 )
 def test_acked_loss_and_the_end_follow_from_the_fault_and_the_quorum(
