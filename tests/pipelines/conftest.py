@@ -1,11 +1,13 @@
-"""Pipeline builds shared by the tests of a module (its `CASES`) or of the folder (no events)."""
+"""Pipeline builds and live folds shared by the tests of a module (its `CASES`, its
+`MICRO_BATCHES`) or of the folder (no events)."""
 
 from __future__ import annotations
 
 import pytest
-from pipeline_events import Gold, Runs, build
+from pipeline_events import Folds, Gold, Runs, build, folded
 
 from pipelines.build import Silver
+from pipelines.live_state import Folded, LiveState
 
 
 @pytest.fixture(scope="module")
@@ -18,3 +20,15 @@ def runs(spark, request: pytest.FixtureRequest) -> Runs:
 def no_events(spark) -> tuple[Silver, Gold]:
     """Silver and gold of an empty trace: the pipeline over empty frames, built once."""
     return build(spark, [])
+
+
+@pytest.fixture(scope="module")
+def folds(spark, request: pytest.FixtureRequest) -> Folds:
+    """The module's `MICRO_BATCHES` (pipeline_events.MicroBatches) folded together."""
+    return request.module.MICRO_BATCHES.fold(spark)
+
+
+@pytest.fixture(scope="session")
+def nothing_folded(spark) -> Folded:
+    """No events folded as a micro-batch into the empty live state, folded once."""
+    return folded(spark, LiveState.empty(spark), [], 0)

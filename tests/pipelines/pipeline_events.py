@@ -22,9 +22,10 @@ from pipelines.build import (
     shared_frames,
 )
 from pipelines.detectors import typed_checks
-from pipelines.live_state import Folded, LiveState, fold
+from pipelines.live_state import STATE_TABLES, Folded, LiveState, fold
 from pipelines.silver import build_delivery, build_message_history, resolve_receives
 from pulsar_audit.config import PipelineConfig
+from pulsar_audit.packed import packed, unpacked
 from pulsar_audit.schemas import CHECK_RESULTS, CONSUMER_EVENTS, PRODUCER_EVENTS, RUN_EVENTS
 
 T0 = datetime(2025, 3, 4, 10, 0, 0)
@@ -40,6 +41,7 @@ _ROLE = {
     "end": "c",
     "config": "r",
 }
+_CLOSED = "closed_outages"  # the closed outages' part of a packed fold
 
 
 def at(ms: float) -> datetime:
@@ -238,10 +240,58 @@ def anomalies(gold: Gold, *kinds: str) -> list[tuple]:
 
 def folded(spark: SparkSession, state: LiveState, events: list[dict], batch_id: int) -> Folded:
     """`events` as one `watch` micro-batch folded into `state` (pipelines/live_state.py), the
-    new state's frames checkpointed as the job writes them."""
+    new state's frames and the closed outages computed by one job into one checkpoint, as the
+    job writes them (jobs/live_state.py: `packed`)."""
     batch = bronze(spark, events, ingest_id=f"i{batch_id}")
     producer, consumer = batch.producer_events, batch.consumer_events
     delivery = build_delivery(resolve_receives(consumer, producer))
     done = fold(state, producer, delivery, consumer, PIPELINE, batch_id)
-    kept = LiveState(*(df.localCheckpoint() for df in done.state.frames()))
-    return Folded(kept, done.closed_outages.localCheckpoint())
+    pack = packed({**done.state.tables(), _CLOSED: done.closed_outages})
+    kept = LiveState(*(unpacked(pack, table) for table in STATE_TABLES))
+    return Folded(kept, unpacked(pack, _CLOSED))
+
+
+@dataclass(frozen=True)
+class Folds:
+    """The folds of several cases' micro-batches; `folds(batch_id, case)` is one case's slice
+    of the fold after micro-batch `batch_id`."""
+
+    after: tuple[Folded, ...]
+    names: tuple[str, ...]
+
+    def __call__(self, batch_id: int, case: str) -> Folded:
+        if case not in self.names:
+            raise KeyError(f"no case {case!r} in these folds; cases: {', '.join(self.names)}")
+
+        def run(df: DataFrame) -> DataFrame:
+            return df.filter(F.col("run_id") == case)
+
+        done = self.after[batch_id]
+        return Folded(LiveState(*map(run, done.state.frames())), run(done.closed_outages))
+
+
+class MicroBatches:
+    """A module's micro-batch sequences for the live fold, each case under its own run_id (the
+    case's name), folded together: micro-batch i holds the i-th micro-batch of every case
+    that has one (the state is keyed by run, as the watch folds the runs it is writing)."""
+
+    def __init__(self) -> None:
+        self.batches: dict[str, list[list[dict]]] = {}
+
+    def add(self, name: str, *batches: list[dict]) -> str:
+        if name in self.batches:
+            raise ValueError(f"case {name!r} declared twice")
+        self.batches[name] = [[{**e, "run_id": name} for e in batch] for batch in batches]
+        return name
+
+    def events(self, name: str) -> list[dict]:
+        """Every event of case `name`, its micro-batches in order."""
+        return [e for batch in self.batches[name] for e in batch]
+
+    def fold(self, spark: SparkSession) -> Folds:
+        state, after = LiveState.empty(spark), []
+        for batch_id in range(max(len(batches) for batches in self.batches.values())):
+            events = [e for b in self.batches.values() if batch_id < len(b) for e in b[batch_id]]
+            after.append(folded(spark, state, events, batch_id))
+            state = after[-1].state
+        return Folds(tuple(after), names=tuple(self.batches))

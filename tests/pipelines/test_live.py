@@ -3,7 +3,7 @@ provisional findings are settled (the end-to-end lifecycle: tests/live/)."""
 
 from __future__ import annotations
 
-from pipeline_events import T0, ack, at, folded, send
+from pipeline_events import T0, MicroBatches, ack, at, send
 from pyspark.sql import functions as F
 
 from pipelines.live import (
@@ -15,7 +15,6 @@ from pipelines.live import (
     resolved,
     seen_closed,
 )
-from pipelines.live_state import LiveState
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL
 
 STEP_MS = 100
@@ -24,27 +23,34 @@ SHAPE = (
     "producer string, seq_from long, seq_to long, start timestamp, end timestamp, "
     "duration_ms double, batch_id string"
 )
+# LIVE_STREAMS of each case's events folded in as one micro-batch: the cases are the runs of
+# one micro-batch, folded once (the `folds` fixture)
+MICRO_BATCHES = MicroBatches()
 
 
-def _clock(spark, now_ms: float):  # noqa: ANN001, ANN202
-    return spark.createDataFrame([("r1", at(now_ms))], "run_id string, now timestamp")
+def _clock(spark, now_ms: float, run_id: str = "r1"):  # noqa: ANN001, ANN202
+    return spark.createDataFrame([(run_id, at(now_ms))], "run_id string, now timestamp")
 
 
-def _streams(spark, events: list[dict]):  # noqa: ANN001, ANN202
-    """LIVE_STREAMS once `events` are folded in as one micro-batch."""
-    return folded(spark, LiveState.empty(spark), events, 0).state.streams
+def test_no_events_no_outage_in_progress(spark, nothing_folded) -> None:  # noqa: ANN001
+    streams = nothing_folded.state.streams
+    assert outages_in_progress(streams, _clock(spark, 0), STEP_MS).count() == 0
 
 
-def test_no_events_no_outage_in_progress(spark) -> None:
-    assert outages_in_progress(_streams(spark, []), _clock(spark, 0), STEP_MS).count() == 0
+BACKING_OFF = [send(1, 0), ack(1, 2), send(2, 10), send(3, 20)]
+IN_PROGRESS = MICRO_BATCHES.add("in_progress", BACKING_OFF)
+RESUMED = MICRO_BATCHES.add("resumed", [*BACKING_OFF, ack(2, 300), ack(3, 301)])
 
 
-def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(spark) -> None:
-    events = [send(1, 0), ack(1, 2), send(2, 10), send(3, 20)]
-    streams = _streams(spark, events)
+def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(
+    spark,  # noqa: ANN001
+    folds,  # noqa: ANN001
+) -> None:
+    streams = folds(0, IN_PROGRESS).state.streams
 
     def found(now_ms: float) -> list[tuple]:
-        rows = outages_in_progress(streams, _clock(spark, now_ms), STEP_MS).collect()
+        clock = _clock(spark, now_ms, IN_PROGRESS)
+        rows = outages_in_progress(streams, clock, STEP_MS).collect()
         return [(r.kind, r.producer, r.started_at, r.explanation) for r in rows]
 
     assert found(109) == []
@@ -58,8 +64,8 @@ def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(
             "(outage in progress)",
         )
     ]
-    resumed = _streams(spark, [*events, ack(2, 300), ack(3, 301)])
-    assert outages_in_progress(resumed, _clock(spark, 900), STEP_MS).count() == 0
+    resumed = folds(0, RESUMED).state.streams
+    assert outages_in_progress(resumed, _clock(spark, 900, RESUMED), STEP_MS).count() == 0
 
 
 def _provisional(spark, *rows: tuple):  # noqa: ANN001, ANN202

@@ -1,24 +1,45 @@
 """jobs/live_state.py:fold_batch on real Delta with tiny literal micro-batches: the state
 tables it writes from its packed checkpoint, and the findings, closed outages and ended runs
 it brings back in one collect, are what the batch detectors say; a micro-batch replayed after
-its state was written is judged, not folded twice. (Default suite: no streaming query.)"""
+its state was written is judged, not folded twice. (Default suite: no streaming query.)
+
+The two runs below are watched together, as the watch folds the runs it is writing: one
+lakehouse, one micro-batch sequence (the `watched` fixture), each test reading its run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import pytest
 from pipeline_events import PIPELINE, ack, bronze, end, receive, send, subscribe
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from jobs.live_state import fold_batch, judge
+from jobs.live_state import Judged, fold_batch, judge
 from pipelines.detect_outages import detect_outages
+from pulsar_audit.config import load_config
+from pulsar_audit.delta_io import Lakehouse
+
+TWO_BATCHES, INSIDE_ONE = "two_micro_batches", "begun_and_ended_inside_one"
+
+
+def _of_run(run_id: str, events: list[dict]) -> list[dict]:
+    return [{**e, "run_id": run_id} for e in events]
+
 
 # an outage from the send at 10 (after the completion at 2) to the ack at 300
 FIRST = [subscribe(0), send(1, 0), ack(1, 2), receive(1, 3), send(2, 10), send(3, 20)]
 FIRST += [send(4, 250)]  # the run's clock at 250: 240 ms without a completion
 SECOND = [ack(2, 300), ack(3, 301), ack(4, 302)]
 SECOND += [receive(2, 303), receive(3, 304), receive(4, 305), end(400)]
+FIRST, SECOND = _of_run(TWO_BATCHES, FIRST), _of_run(TWO_BATCHES, SECOND)
+# an outage begun and ended in the first micro-batch, the run still going: not ended
+INSIDE = [subscribe(0), send(1, 0), ack(1, 2), receive(1, 3), send(2, 10), ack(2, 300)]
+INSIDE = _of_run(INSIDE_ONE, [*INSIDE, receive(2, 301), send(3, 310)])
+TABLES = ("live_in_flight", "live_streams", "live_awaiting", "live_runs", "provisional")
 
 
-def _land(lakehouse, events: list[dict], source_file: str, batch: int) -> None:  # noqa: ANN001
+def _land(lakehouse: Lakehouse, events: list[dict], source_file: str, batch: int) -> None:
     rows = bronze(lakehouse.spark, events, ingest_id=f"i{batch}")
     for table, df in (
         ("producer_events", rows.producer_events),
@@ -27,63 +48,91 @@ def _land(lakehouse, events: list[dict], source_file: str, batch: int) -> None: 
         lakehouse.append(table, df.withColumn("source_file", F.lit(source_file)))
 
 
-def _seqs(lakehouse, table: str) -> list[int]:  # noqa: ANN001
-    return sorted(r["seq"] for r in lakehouse.read(table).collect())
+@dataclass(frozen=True)
+class Watched:
+    """The folds' results, and the versions of `TABLES` after each step."""
+
+    lakehouse: Lakehouse
+    first: Judged
+    second: Judged
+    replayed: Judged
+    versions: dict[str, dict[str, int]]
+
+    def read(self, step: str, table: str, run_id: str) -> DataFrame:
+        """Run `run_id`'s rows of `table` as they stood after `step`."""
+        at = self.versions[step][table]
+        return self.lakehouse.read(table, at).filter(F.col("run_id") == run_id)
 
 
-def test_two_micro_batches_then_a_replay(lakehouse, config) -> None:  # noqa: ANN001
+def _of(rows: list[Row], run_id: str) -> list[Row]:
+    return [r for r in rows if r["run_id"] == run_id]
+
+
+@pytest.fixture(scope="module")
+def watched(spark, tmp_path_factory: pytest.TempPathFactory) -> Watched:  # noqa: ANN001
+    """chunk-1 holds both runs' first micro-batch (folded, then judged twice), chunk-2 the
+    second micro-batch of TWO_BATCHES (folded, then replayed)."""
+    config = load_config("local", lakehouse=str(tmp_path_factory.mktemp("fold_batch")))
+    lakehouse = Lakehouse(spark, config)
     lakehouse.create_all()
-    _land(lakehouse, FIRST, "chunk-1", 0)
+    _land(lakehouse, [*FIRST, *INSIDE], "chunk-1", 0)
 
-    first = fold_batch(lakehouse, config, ["chunk-1"], ["r1"], 0)
-
-    assert (first.runs, first.ended, first.closed) == (["r1"], [], [])
-    assert [(r["kind"], r["first_seen_batch"]) for r in first.found] == [("outage_in_progress", 0)]
-    assert _seqs(lakehouse, "live_in_flight") == [2, 3, 4]
-    streams = lakehouse.read("live_streams").collect()
-    assert [(r["in_flight"], r["last_rise"]) for r in streams] == [(3, FIRST[4]["ts"])]
+    first = fold_batch(lakehouse, config, ["chunk-1"], [TWO_BATCHES, INSIDE_ONE], 0)
+    versions = {"first": lakehouse.versions(TABLES)}
+    judge(lakehouse, first, 0)
+    judge(lakehouse, first, 0)  # a micro-batch judged again: still one row
+    versions["judged"] = lakehouse.versions(TABLES)
 
     _land(lakehouse, SECOND, "chunk-2", 1)
-    second = fold_batch(lakehouse, config, ["chunk-2"], ["r1"], 1)
+    second = fold_batch(lakehouse, config, ["chunk-2"], [TWO_BATCHES], 1)
+    versions["second"] = lakehouse.versions(TABLES)
+    replayed = fold_batch(lakehouse, config, ["chunk-2"], [TWO_BATCHES], 1)
+    versions["replayed"] = lakehouse.versions(TABLES)
+    return Watched(lakehouse, first, second, replayed, versions)
 
-    whole = bronze(lakehouse.spark, FIRST + SECOND).producer_events
+
+def _seqs(df: DataFrame) -> list[int]:
+    return sorted(r["seq"] for r in df.collect())
+
+
+def test_two_micro_batches_then_a_replay(spark, watched: Watched) -> None:  # noqa: ANN001
+    first, run = watched.first, TWO_BATCHES
+
+    assert (first.runs, first.ended, _of(first.closed, run)) == ([run, INSIDE_ONE], [], [])
+    assert [(r["kind"], r["first_seen_batch"]) for r in _of(first.found, run)] == [
+        ("outage_in_progress", 0)
+    ]
+    assert _seqs(watched.read("first", "live_in_flight", run)) == [2, 3, 4]
+    streams = watched.read("first", "live_streams", run).collect()
+    assert [(r["in_flight"], r["last_rise"]) for r in streams] == [(3, FIRST[4]["ts"])]
+
+    second = watched.second
+    whole = bronze(spark, FIRST + SECOND).producer_events
     [batch_outage] = detect_outages(whole, PIPELINE).collect()
     [closed] = second.closed
     assert (closed["outage_id"], closed["duration_ms"]) == (
         batch_outage["outage_id"],
         batch_outage["duration_ms"],
     )
-    assert second.ended == ["r1"]
+    assert second.ended == [run]
     assert second.found == []  # nothing in flight, nothing awaited any more
-    assert lakehouse.read("live_in_flight").count() == 0
-    assert lakehouse.read("live_awaiting").count() == 0
-    assert [(r["run_id"], r["folded_batch"]) for r in lakehouse.read("live_runs").collect()] == [
-        ("r1", 1)
-    ]
+    assert watched.read("second", "live_in_flight", run).count() == 0
+    assert watched.read("second", "live_awaiting", run).count() == 0
+    live_runs = watched.read("second", "live_runs", run).collect()
+    assert [(r["run_id"], r["folded_batch"]) for r in live_runs] == [(run, 1)]
 
-    replayed = fold_batch(lakehouse, config, ["chunk-2"], ["r1"], 1)
+    replayed = watched.replayed
 
-    assert (replayed.ended, replayed.closed, replayed.found) == (["r1"], [], [])
-    assert lakehouse.read("live_runs").first()["folded_batch"] == 1
+    assert (replayed.ended, replayed.closed, replayed.found) == ([run], [], [])
+    assert watched.read("replayed", "live_runs", run).first()["folded_batch"] == 1
 
 
 def test_an_outage_begun_and_ended_inside_one_micro_batch_is_raised_confirmed(
-    lakehouse,
-    config,  # noqa: ANN001
+    spark,  # noqa: ANN001
+    watched: Watched,
 ) -> None:
-    lakehouse.create_all()
-    events = [subscribe(0), send(1, 0), ack(1, 2), receive(1, 3), send(2, 10), ack(2, 300)]
-    events += [receive(2, 301), send(3, 310)]  # still going: not ended
-    _land(lakehouse, events, "chunk-1", 0)
-
-    judged = fold_batch(lakehouse, config, ["chunk-1"], ["r1"], 0)
-    judge(lakehouse, judged, 0)
-    judge(lakehouse, judged, 0)  # a micro-batch judged again: still one row
-
-    [batch_outage] = detect_outages(
-        bronze(lakehouse.spark, events).producer_events, PIPELINE
-    ).collect()
-    rows = lakehouse.read("provisional").collect()
+    [batch_outage] = detect_outages(bronze(spark, INSIDE).producer_events, PIPELINE).collect()
+    rows = watched.read("judged", "provisional", INSIDE_ONE).collect()
     assert [(r["kind"], r["state"], r["resolved_by"], r["duration_ms"]) for r in rows] == [
         ("outage_in_progress", "confirmed", batch_outage["outage_id"], batch_outage["duration_ms"])
     ]

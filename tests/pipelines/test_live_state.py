@@ -4,27 +4,34 @@ detectors find over all the events at once."""
 
 from __future__ import annotations
 
-from pipeline_events import PIPELINE, ack, at, bronze, end, folded, receive, send
+from pipeline_events import PIPELINE, MicroBatches, ack, at, bronze, end, receive, send
 
 from pipelines.detect_outages import detect_outages
 from pipelines.live import outages_in_progress, suspected_losses
-from pipelines.live_state import LiveState, ended
+from pipelines.live_state import ended
+
+# every case below is a run of the same micro-batch sequence, folded once (the `folds` fixture)
+MICRO_BATCHES = MicroBatches()
 
 
 def _rows(df, *columns: str) -> list[tuple]:  # noqa: ANN001
     return sorted(tuple(r[c] for c in columns) for r in df.collect())
 
 
-def test_nothing_folded_into_nothing_leaves_nothing(spark) -> None:
-    nothing = folded(spark, LiveState.empty(spark), [], 0)
-    assert [df.count() for df in nothing.state.frames()] == [0] * 6
-    assert nothing.closed_outages.count() == 0
+def test_nothing_folded_into_nothing_leaves_nothing(nothing_folded) -> None:  # noqa: ANN001
+    assert [df.count() for df in nothing_folded.state.frames()] == [0] * 6
+    assert nothing_folded.closed_outages.count() == 0
 
 
-def test_an_outage_over_two_micro_batches_is_the_batch_detectors_stretch(spark) -> None:
-    first = [send(1, 0), ack(1, 2), send(2, 10), send(3, 20)]
-    second = [ack(2, 300), ack(3, 301), send(4, 400)]
-    after_first = folded(spark, LiveState.empty(spark), first, 0)
+OVER_TWO = MICRO_BATCHES.add(
+    "over_two",
+    [send(1, 0), ack(1, 2), send(2, 10), send(3, 20)],
+    [ack(2, 300), ack(3, 301), send(4, 400)],
+)
+
+
+def test_an_outage_over_two_micro_batches_is_the_batch_detectors_stretch(spark, folds) -> None:  # noqa: ANN001
+    after_first = folds(0, OVER_TWO)
 
     state = after_first.state
     assert _rows(state.in_flight, "seq") == [(2,), (3,)]
@@ -36,9 +43,9 @@ def test_an_outage_over_two_micro_batches_is_the_batch_detectors_stretch(spark) 
     assert _rows(in_progress, "kind", "started_at") == [("outage_in_progress", at(10))]
     assert after_first.closed_outages.count() == 0
 
-    after_second = folded(spark, state, second, 1)
+    after_second = folds(1, OVER_TWO)
 
-    whole = detect_outages(bronze(spark, first + second).producer_events, PIPELINE)
+    whole = detect_outages(bronze(spark, MICRO_BATCHES.events(OVER_TWO)).producer_events, PIPELINE)
     columns = ("outage_id", "start", "end", "duration_ms", "in_flight", "explanation")
     assert _rows(after_second.closed_outages, *columns) == _rows(whole, *columns)
     assert _rows(whole, "duration_ms") == [(290.0,)]
@@ -47,8 +54,9 @@ def test_an_outage_over_two_micro_batches_is_the_batch_detectors_stretch(spark) 
     assert _rows(after_second.state.in_flight, "seq") == [(4,)]
 
 
-def test_a_message_acked_and_not_delivered_is_awaited_until_it_arrives(spark) -> None:
-    first = [
+AWAITED = MICRO_BATCHES.add(
+    "awaited",
+    [
         send(1, 0),
         ack(1, 2),
         send(2, 10),
@@ -56,13 +64,19 @@ def test_a_message_acked_and_not_delivered_is_awaited_until_it_arrives(spark) ->
         send(3, 20),
         receive(1, 5),
         receive(3, 25),  # before its ack: not awaited once acked
-    ]
-    state = folded(spark, LiveState.empty(spark), first, 0).state
+    ],
+    [ack(3, 30), send(4, 1024)],
+    [receive(2, 1100), end(1200)],
+)
+
+
+def test_a_message_acked_and_not_delivered_is_awaited_until_it_arrives(folds) -> None:  # noqa: ANN001
+    state = folds(0, AWAITED).state
     assert _rows(state.in_flight, "seq", "delivered_to") == [(3, ["s1"])]
     assert _rows(state.awaiting, "subscription", "seq", "passed_at") == [("s1", 2, at(25))]
     assert _rows(state.frontier, "subscription", "max_seq", "max_seq_ts") == [("s1", 3, at(25))]
 
-    state = folded(spark, state, [ack(3, 30), send(4, 1024)], 1).state
+    state = folds(1, AWAITED).state
     assert _rows(state.awaiting, "seq") == [(2,)]  # seq 3 reached s1 before its ack
     clock = state.runs.select("run_id", "now")
     # s1 has had seq 3 for 999 ms at 1024: not yet suspected at 1000 ms, suspected at 999
@@ -76,9 +90,9 @@ def test_a_message_acked_and_not_delivered_is_awaited_until_it_arrives(spark) ->
         at(10),
     )
 
-    state = folded(spark, state, [receive(2, 1100), end(1200)], 2).state
+    state = folds(2, AWAITED).state
     assert state.awaiting.count() == 0
     assert _rows(ended(state.consumers), "run_id", "subscription", "all_ended") == [
-        ("r1", "s1", True)
+        (AWAITED, "s1", True)
     ]
-    assert _rows(state.runs, "run_id", "now", "folded_batch") == [("r1", at(1200), 2)]
+    assert _rows(state.runs, "run_id", "now", "folded_batch") == [(AWAITED, at(1200), 2)]
