@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -68,24 +69,46 @@ def _entries(spark, *names: str):
     )
 
 
-def _events(spark, *names: str) -> dict[tuple[str, int], dict]:
-    parts = [_entries(spark, name) for name in names]
-    entries = parts[0]
-    for part in parts[1:]:
-        entries = entries.unionByName(part)
-    # cut the lineage of the pattern match (one CASE over every pattern): the attribution
-    # joins it with itself, as build_infra_events does with its cached events
-    events = match_log_events(entries).localCheckpoint().transform(with_consumer_topics)
+def _events(every_event: DataFrame, *names: str) -> dict[tuple[str, int], dict]:
+    """The events of these files, consumers attributed among these files only."""
+    events = every_event.filter(F.col("source_file").isin(*names)).transform(with_consumer_topics)
     return {(r.source_file, r.line_number): r.asDict() for r in events.collect()}
 
 
-def test_recognized_line_counts_per_version(spark):
-    names = sorted(COUNTS)
-    parts = [_entries(spark, name) for name in names]
+@pytest.fixture(scope="module")
+def every_entry(spark) -> DataFrame:
+    """Every version file parsed on its own (as `_entries` of one name does), in one frame.
+
+    Built once for the module: the tests of single files read their file's rows from it.
+    """
+    parts = [_entries(spark, name) for name in sorted(COUNTS)]
     entries = parts[0]
     for part in parts[1:]:
         entries = entries.unionByName(part)
-    per_file = recognition_counts(entries, by="source_file").collect()
+    return entries.localCheckpoint()
+
+
+@pytest.fixture(scope="module")
+def entry_rows(every_entry: DataFrame) -> dict[str, dict[int, object]]:
+    """file → line number → its entry row."""
+    rows: dict[str, dict[int, object]] = {}
+    for row in every_entry.collect():
+        rows.setdefault(row.source_file, {})[row.line_number] = row
+    return rows
+
+
+@pytest.fixture(scope="module")
+def every_event(every_entry: DataFrame) -> DataFrame:
+    """The pattern match of every entry (one row at a time, so of each file alone), once.
+
+    Checkpointed to cut the lineage of the match (one CASE over every pattern): the
+    attribution joins it with itself, as build_infra_events does with its cached events.
+    """
+    return match_log_events(every_entry).localCheckpoint()
+
+
+def test_recognized_line_counts_per_version(every_entry):
+    per_file = recognition_counts(every_entry, by="source_file").collect()
     got = {
         r.source_file: (COUNTS[r.source_file][0], r.lines, r.entries)
         + (r.recognized, r.not_log_entries)
@@ -109,12 +132,11 @@ def test_each_client_layout_is_detected(spark):
     }
 
 
-def test_layout_fields_of_the_new_layouts(spark):
+def test_layout_fields_of_the_new_layouts(entry_rows):
     rows = {
-        (r.source_file, r.line_number): r
-        for r in _entries(spark, "client-cpp-2.2.log").collect()
-        + _entries(spark, "client-java-3.0-spring.log").collect()
-        + _entries(spark, "client-go-0.9.log").collect()
+        (name, line): r
+        for name in ("client-cpp-2.2.log", "client-java-3.0-spring.log", "client-go-0.9.log")
+        for line, r in entry_rows[name].items()
     }
     cpp2 = rows[("client-cpp-2.2.log", 9)]
     assert (cpp2.ts, cpp2.level, cpp2.thread, cpp2.logger) == (
@@ -139,8 +161,8 @@ def test_layout_fields_of_the_new_layouts(spark):
     )
 
 
-def test_application_output_is_kept_and_hides_no_entry(spark):
-    rows = {r.line_number: r for r in _entries(spark, "client-cpp-3.2-consumer.log").collect()}
+def test_application_output_is_kept_and_hides_no_entry(entry_rows):
+    rows = entry_rows["client-cpp-3.2-consumer.log"]
     assert len(rows) == 18  # every line is a row of its own: no entry swallowed another
     printed = [n for n, r in rows.items() if r.parse_error == ERR_NOT_ENTRY]
     assert printed == [6, 7, 8, 9, 10, 13]
@@ -150,16 +172,16 @@ def test_application_output_is_kept_and_hides_no_entry(spark):
     assert rows[5].raw.count("\n") == 0
 
 
-def test_stack_trace_lines_still_join_their_entry(spark):
-    rows = {r.line_number: r for r in _entries(spark, "client-java-2.10.log").collect()}
+def test_stack_trace_lines_still_join_their_entry(entry_rows):
+    rows = entry_rows["client-java-2.10.log"]
     trace = rows[11]
     assert trace.raw.count("\n") == 3
     assert "\tat io.netty.channel.nio.NioEventLoop.run" in trace.message
     assert rows[15].message.endswith("Disconnected")
 
 
-def test_cpp_3_2_consumer_lines_are_attributed_through_the_broker(spark):
-    events = _events(spark, "client-cpp-3.2-consumer.log", "broker-3.0-consumer.log")
+def test_cpp_3_2_consumer_lines_are_attributed_through_the_broker(every_event):
+    events = _events(every_event, "client-cpp-3.2-consumer.log", "broker-3.0-consumer.log")
     client = {
         line: (e["event_type"], e["topic"])
         for (name, line), e in events.items()
@@ -182,14 +204,14 @@ def test_cpp_3_2_consumer_lines_are_attributed_through_the_broker(spark):
     assert notified["detail"] == '{"consumer_id":"0","subscription":"sub-a"}'
 
 
-def test_without_the_broker_line_no_topic_is_guessed(spark):
-    events = _events(spark, "client-cpp-3.2-consumer.log")
+def test_without_the_broker_line_no_topic_is_guessed(every_event):
+    events = _events(every_event, "client-cpp-3.2-consumer.log")
     topics = {e["topic"] for (name, _), e in events.items()}
     assert topics == {None}
 
 
-def test_java_and_go_consumers_carry_subscription_and_topic(spark):
-    events = _events(spark, "client-java-2.10.log", "client-go-0.9.log", "client-go-0.15.log")
+def test_java_and_go_consumers_carry_subscription_and_topic(every_event):
+    events = _events(every_event, "client-java-2.10.log", "client-go-0.9.log", "client-go-0.15.log")
     java = events[("client-java-2.10.log", 7)]
     assert (java["event_type"], java["topic"]) == ("client_consumer_disconnected", ORDERS)
     assert java["detail"] == (
