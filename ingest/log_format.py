@@ -118,9 +118,9 @@ ERR_LAYOUT = (
 ERR_NOT_ENTRY = NOT_A_LOG_ENTRY
 
 
-def _group(value: Column, pattern: str, index: int) -> Column:
-    extracted = F.regexp_extract(value, pattern, index)
-    return F.when(extracted != "", extracted)
+def _nonempty(column: Column) -> Column:
+    """The group's text, or null when it matched nothing (an optional group left out)."""
+    return F.when(column != "", column)
 
 
 def _local_ts(local: Column, offset: Column, zone: str) -> Column:
@@ -154,68 +154,70 @@ def _go_message(quoted: Column, fields: Column) -> Column:
     return F.when(rest == "", bare).otherwise(F.concat(bare, F.lit(" "), rest))
 
 
-def _field(value: Column, layout: Layout, index: int, required: bool = False) -> Column:
-    if index == 0:
-        return F.lit(None).cast("string")
-    if required:
-        return F.regexp_extract(value, layout.regex, index)
-    return _group(value, layout.regex, index)
+# The groups a layout may have (Layout's fields), and the Go layout's fields after its message.
+GROUPS = ("time", "offset", "thread", "level", "logger", "message")
+GO_FIELDS = 4
 
 
-def _layout_values(value: Column, layout: Layout, zone: str) -> dict[str, Column]:
-    time = _field(value, layout, layout.time)
-    if layout.name == "go":
-        message = _go_message(
-            F.regexp_extract(value, layout.regex, 3), F.regexp_extract(value, layout.regex, 4)
-        )
-        return {
-            "ts": _go_ts(time, zone),
-            "level": _go_level(_field(value, layout, layout.level)),
-            "thread": F.lit(None).cast("string"),
-            "logger": F.lit(GO_LOGGER),
-            "message": message,
-        }
-    return {
-        "ts": _local_ts(time, _field(value, layout, layout.offset), zone),
-        "level": _field(value, layout, layout.level),
-        "thread": _field(value, layout, layout.thread),
-        "logger": _field(value, layout, layout.logger),
-        "message": _field(value, layout, layout.message, required=True),
-    }
+def _first_layout(value: Column) -> Column:
+    """The name of the first layout `value` matches; null when none does."""
+    chosen = None
+    for layout in LAYOUTS:
+        matched, name = value.rlike(layout.regex), F.lit(layout.name)
+        chosen = F.when(matched, name) if chosen is None else chosen.when(matched, name)
+    return chosen
+
+
+def _layout_group(value: Column, layout_name: Column, group: str) -> Column:
+    """`group`'s text in the line's own layout (a regex evaluated for that layout only); null
+    when the layout has no such group or the line none."""
+    chosen = F.lit(None).cast("string")
+    for layout in LAYOUTS:
+        index = getattr(layout, group)
+        if index:
+            extracted = F.regexp_extract(value, layout.regex, index)
+            chosen = F.when(layout_name == layout.name, extracted).otherwise(chosen)
+    return chosen
 
 
 def with_layout_fields(lines: DataFrame, zone: str = "UTC") -> DataFrame:
     """Add layout, ts, level, thread, logger, message and is_start from the line's layout.
 
     lines: source_file, line_number, value. zone: the time zone of offset-less timestamps.
+
+    In three projections, each a column the next reads several times: the line without its
+    CR, the layout it matches first, then each group of that layout, so that every regex runs
+    once per line (a single projection repeats them: without generated code, Spark evaluates
+    an expression of a CASE branch again at each use).
     """
-    value = F.regexp_replace(F.col("value"), r"\r$", "")
-    matches = [(layout, value.rlike(layout.regex)) for layout in LAYOUTS]
-
-    def pick(field: str) -> Column:
-        chosen = None
-        for layout, matched in matches:
-            column = _layout_values(value, layout, zone)[field]
-            chosen = F.when(matched, column) if chosen is None else chosen.when(matched, column)
-        return chosen
-
-    layout_name = None
-    for layout, matched in matches:
-        name = F.lit(layout.name)
-        layout_name = (
-            F.when(matched, name) if layout_name is None else layout_name.when(matched, name)
-        )
-    return lines.select(
+    layout, value = F.col("layout"), F.col("value")
+    laid = lines.select(
+        "source_file", "line_number", F.regexp_replace("value", r"\r$", "").alias("value")
+    ).withColumn("layout", _first_layout(value))
+    go = F.regexp_extract(value, GO_LOGRUS, GO_FIELDS)
+    grouped = laid.select(
+        "*",
+        *[_layout_group(value, layout, group).alias(f"_{group}") for group in GROUPS],
+        F.when(layout == "go", go).alias("_go_fields"),
+    )
+    time, offset = _nonempty(F.col("_time")), _nonempty(F.col("_offset"))
+    level, message = _nonempty(F.col("_level")), F.col("_message")
+    is_go = layout == "go"
+    known = layout.isNotNull()
+    return grouped.select(
         "source_file",
         "line_number",
-        value.alias("value"),
-        layout_name.alias("layout"),
-        layout_name.isNotNull().alias("is_start"),
-        pick("ts").alias("ts"),
-        pick("level").alias("level"),
-        pick("thread").alias("thread"),
-        pick("logger").alias("logger"),
-        F.coalesce(pick("message"), F.lit("")).alias("message"),
+        "value",
+        "layout",
+        known.alias("is_start"),
+        F.when(is_go, _go_ts(time, zone)).when(known, _local_ts(time, offset, zone)).alias("ts"),
+        F.when(is_go, _go_level(level)).when(known, level).alias("level"),
+        F.when(known & ~is_go, _nonempty(F.col("_thread"))).alias("thread"),
+        F.when(is_go, F.lit(GO_LOGGER)).when(known, _nonempty(F.col("_logger"))).alias("logger"),
+        F.coalesce(
+            F.when(is_go, _go_message(message, F.col("_go_fields"))).when(known, message),
+            F.lit(""),
+        ).alias("message"),
     )
 
 
