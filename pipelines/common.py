@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pulsar_audit.schemas import ANOMALIES, CAUSE, conform
+from pulsar_audit.schemas import ANOMALIES, CAUSE, MESSAGE_ID, conform
 
 # A message is (run_id, topic, partition, producer, seq).
 MESSAGE_KEY = ["run_id", "topic", "partition", "producer", "seq"]
@@ -139,3 +143,69 @@ def to_anomalies(blocks: DataFrame) -> DataFrame:
         ),
         ANOMALIES,
     )
+
+
+# What a detector's found rows may carry besides BLOCK_KEY and seq (`Found`), with its type: a
+# detector leaves out what it does not use, and its blocks have null there.
+FOUND_DETAILS: dict[str, T.DataType] = {
+    "first_ts": T.TimestampType(),
+    "last_ts": T.TimestampType(),
+    "consumer": T.StringType(),
+    "nacked": T.LongType(),
+    "deliveries": T.LongType(),
+    "redelivery_count": T.IntegerType(),
+    "previous_seq": T.LongType(),
+    "previous_id": MESSAGE_ID,
+    "highest": MESSAGE_ID,
+    "missing_end": T.ArrayType(T.StringType()),
+}
+
+
+@dataclass(frozen=True)
+class Found:
+    """What one detector found, before it is cut into blocks: one row per finding (BLOCK_KEY,
+    seq and the FOUND_DETAILS it fills) and, per kind it finds, the explanation of one block
+    (a Column over `block_details`' columns, the block key and seq_from/seq_to)."""
+
+    rows: DataFrame
+    explanations: Mapping[str, Column]
+
+
+def block_details() -> list[Column]:
+    """What a block says of its found rows: how many, their time span, the consumers, and
+    each detail's sum or highest value."""
+    return [
+        F.count("*").alias("count"),
+        F.min("first_ts").alias("first_ts"),
+        F.max("last_ts").alias("last_ts"),
+        F.array_sort(F.collect_set("consumer")).alias("consumers"),
+        F.sum("nacked").alias("nacked"),
+        F.sum("deliveries").alias("deliveries"),
+        F.max("redelivery_count").alias("redelivery_count"),
+        F.max("previous_seq").alias("previous_seq"),
+        F.max("previous_id").alias("previous_id"),
+        F.max("highest").alias("highest"),
+        F.max("missing_end").alias("missing_end"),
+    ]
+
+
+def blocks_of(found: Sequence[Found]) -> DataFrame:
+    """gold.anomalies rows of several detectors at once: their found rows cut into blocks by
+    one window and one aggregation (not one of each per detector), each block explained by
+    its kind's detector."""
+    rows = reduce(
+        lambda left, right: left.unionByName(right, allowMissingColumns=True),
+        [f.rows for f in found],
+    )
+    details = [
+        F.col(c) if c in rows.columns else F.lit(None).cast(t).alias(c)
+        for c, t in FOUND_DETAILS.items()
+    ]
+    blocks = seq_blocks(rows.select(*BLOCK_KEY, "seq", *details), *block_details())
+    cases = [(kind, text) for f in found for kind, text in f.explanations.items()]
+    explanation = reduce(
+        lambda chain, case: chain.when(F.col("kind") == case[0], case[1]),
+        cases[1:],
+        F.when(F.col("kind") == cases[0][0], cases[0][1]),
+    )
+    return to_anomalies(blocks.withColumn("explanation", explanation))

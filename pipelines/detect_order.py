@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from pipelines.common import (
     MESSAGE_KEY,
+    Found,
     from_producer,
     plural,
     seq_blocks,
@@ -173,7 +174,7 @@ def _jumped_over(delivery: DataFrame, ranks: DataFrame, keys: list[str]) -> Data
     )
 
 
-def detect_nonmonotonic_send(message_history: DataFrame) -> DataFrame:
+def nonmonotonic_sends(message_history: DataFrame) -> Found:
     """Acked messages whose MessageId is lower than that of a message the same producer sent
     before it on the same partition (Jepsen's non-monotonic send: by the producer's send
     order, not by when the acks arrived — acks of one batch reach the callbacks in any order).
@@ -205,16 +206,10 @@ def detect_nonmonotonic_send(message_history: DataFrame) -> DataFrame:
         "partition",
         "producer",
         "seq",
-        "ts",
         F.lit("nonmonotonic_send").alias("kind"),
+        F.col("ts").alias("first_ts"),
+        F.col("ts").alias("last_ts"),
         "highest",
-    )
-    blocks = seq_blocks(
-        backwards,
-        F.count("*").alias("count"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
-        F.max("highest").alias("highest"),
     )
     explanation = F.format_string(
         "%s (%s) %s %s acked with a MessageId lower than that of a message the producer sent "
@@ -227,4 +222,4 @@ def detect_nonmonotonic_send(message_history: DataFrame) -> DataFrame:
         F.col("highest.ledger_id"),
         F.col("highest.entry_id"),
     )
-    return to_anomalies(blocks.withColumn("explanation", explanation))
+    return Found(backwards, {"nonmonotonic_send": explanation})

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from pipelines.common import from_producer, plural, seq_blocks, seq_range, to_anomalies
+from pipelines.common import Found, blocks_of, from_producer, plural, seq_range
 
 CONSUMER_PARTITION = ["run_id", "topic", "partition", "consumer"]
 ID = ["ledger_id", "entry_id", "batch_index"]
@@ -80,22 +80,31 @@ def _kinds() -> Column:
 
 
 def detect_consumer_walk(typed: DataFrame) -> DataFrame:
-    """gold.anomalies rows of out_of_order, shared_reordered and nonmonotonic_poll.
+    """gold.anomalies rows of out_of_order, shared_reordered and nonmonotonic_poll."""
+    return blocks_of([consumer_walk(typed)])
+
+
+def consumer_walk(typed: DataFrame) -> Found:
+    """The deliveries that are out_of_order, shared_reordered or nonmonotonic_poll.
 
     typed: silver.delivery with each subscription's `subscription_type`
     (`with_subscription_type`)."""
     typed = typed.filter(
         F.col("subscription_type").isNull() | (F.col("subscription_type") != "Key_Shared")
     )
-    found = _walked(typed).select("*", F.explode(_kinds()).alias("kind"))
-    blocks = seq_blocks(
-        found,
-        F.count("*").alias("count"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
-        F.array_sort(F.collect_set("consumer")).alias("consumers"),
-        F.max("previous_seq").alias("previous_seq"),
-        F.max("previous_id").alias("previous_id"),
+    found = _walked(typed).select(
+        "run_id",
+        "topic",
+        "subscription",
+        "partition",
+        "producer",
+        "seq",
+        F.explode(_kinds()).alias("kind"),
+        F.col("ts").alias("first_ts"),
+        F.col("ts").alias("last_ts"),
+        "consumer",
+        "previous_seq",
+        "previous_id",
     )
     what = F.format_string(
         "%s (%s) %s", plural("count", "delivery", "deliveries"), seq_range(), from_producer()
@@ -128,9 +137,7 @@ def detect_consumer_walk(typed: DataFrame) -> DataFrame:
         F.col("previous_id.entry_id"),
         F.col("previous_id.batch_index"),
     )
-    explanation = (
-        F.when(F.col("kind") == "out_of_order", reordered)
-        .when(F.col("kind") == "shared_reordered", shared)
-        .otherwise(went_back)
+    return Found(
+        found,
+        {"out_of_order": reordered, "shared_reordered": shared, "nonmonotonic_poll": went_back},
     )
-    return to_anomalies(blocks.withColumn("explanation", explanation))

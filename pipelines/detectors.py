@@ -13,19 +13,19 @@ from pyspark.sql import functions as F
 
 from pipelines.common import (
     MESSAGE_KEY,
+    Found,
+    blocks_of,
     delivered_to,
     from_producer,
     plural,
-    seq_blocks,
     seq_range,
-    to_anomalies,
     was_or_were,
 )
 from pipelines.detect_duplicated import detect_duplicated
 from pipelines.detect_ids import detect_inconsistent_ids
 from pipelines.detect_keys import detect_key_order, detect_ownership_overlap, detect_stuck_keys
-from pipelines.detect_order import detect_nonmonotonic_send, detect_poll_skip, ranked_ids
-from pipelines.detect_walk import ORDERED_TYPES, detect_consumer_walk, with_subscription_type
+from pipelines.detect_order import detect_poll_skip, nonmonotonic_sends, ranked_ids
+from pipelines.detect_walk import ORDERED_TYPES, consumer_walk, with_subscription_type
 from pulsar_audit.config import PipelineConfig
 
 SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
@@ -47,10 +47,10 @@ def typed_checks(subscriptions: DataFrame) -> frozenset[str]:
     return frozenset(name for name in EVERY_CHECK if row is not None and row[name])
 
 
-def detect_lost_or_unseen(message_history: DataFrame, subscriptions: DataFrame) -> DataFrame:
+def lost_or_unseen(message_history: DataFrame, subscriptions: DataFrame) -> Found:
     """Acked messages a subscription never got: `lost` if all its consumers ended, else `unseen`."""
     topic_subscriptions = F.broadcast(
-        subscriptions.select("run_id", "topic", "subscription", "all_ended")
+        subscriptions.select("run_id", "topic", "subscription", "all_ended", "missing_end")
     )
     got_it = F.exists("subscriptions", lambda s: s["subscription"] == F.col("subscription"))
     missing = (
@@ -58,18 +58,13 @@ def detect_lost_or_unseen(message_history: DataFrame, subscriptions: DataFrame) 
         .select(*MESSAGE_KEY, "send_ts", "ack_ts", "subscriptions")
         .join(topic_subscriptions, ["run_id", "topic"], how="inner")
         .filter(~got_it)
-        .drop("subscriptions")
-        .withColumn("kind", F.when(F.col("all_ended"), "lost").otherwise("unseen"))
-    )
-    blocks = seq_blocks(
-        missing,
-        F.count("*").alias("count"),
-        F.min(F.coalesce("send_ts", "ack_ts")).alias("first_ts"),
-        F.max("ack_ts").alias("last_ts"),
-    ).join(
-        F.broadcast(subscriptions.select("run_id", "topic", "subscription", "missing_end")),
-        ["run_id", "topic", "subscription"],
-        how="left",
+        .select(
+            *SUBSCRIBED_MESSAGE,
+            F.when(F.col("all_ended"), "lost").otherwise("unseen").alias("kind"),
+            F.coalesce("send_ts", "ack_ts").alias("first_ts"),
+            F.col("ack_ts").alias("last_ts"),
+            "missing_end",
+        )
     )
     acked = plural("count", "acked message", "acked messages")
     what = F.format_string("%s (%s) %s", acked, seq_range(), from_producer())
@@ -89,15 +84,13 @@ def detect_lost_or_unseen(message_history: DataFrame, subscriptions: DataFrame) 
         F.array_join("missing_end", ", "),
     )
     untraced = F.format_string("%s: no consumer of this topic was traced", what)
-    explanation = (
-        F.when(F.col("kind") == "lost", lost)
-        .when(F.col("subscription") == "", untraced)
-        .otherwise(unseen)
+    return Found(
+        missing,
+        {"lost": lost, "unseen": F.when(F.col("subscription") == "", untraced).otherwise(unseen)},
     )
-    return to_anomalies(blocks.withColumn("explanation", explanation))
 
 
-def detect_redelivered(delivery: DataFrame) -> DataFrame:
+def redelivered(delivery: DataFrame) -> Found:
     """(message, MessageId) pairs delivered more than once to a subscription; count = pairs."""
     pairs = (
         delivery.groupBy(*SUBSCRIBED_MESSAGE, "ledger_id", "entry_id", "batch_index")
@@ -108,15 +101,14 @@ def detect_redelivered(delivery: DataFrame) -> DataFrame:
             F.max("redelivery_count").alias("redelivery_count"),
         )
         .filter(F.col("deliveries") > 1)
-        .withColumn("kind", F.lit("redelivered"))
-    )
-    blocks = seq_blocks(
-        pairs,
-        F.count("*").alias("count"),
-        F.sum("deliveries").alias("deliveries"),
-        F.min("first_ts").alias("first_ts"),
-        F.max("last_ts").alias("last_ts"),
-        F.max("redelivery_count").alias("redelivery_count"),
+        .select(
+            *SUBSCRIBED_MESSAGE,
+            F.lit("redelivered").alias("kind"),
+            "deliveries",
+            "first_ts",
+            "last_ts",
+            "redelivery_count",
+        )
     )
     explanation = F.format_string(
         "%s (%s) %s %s delivered to subscription %s more than once under the same MessageId "
@@ -130,20 +122,17 @@ def detect_redelivered(delivery: DataFrame) -> DataFrame:
         F.col("deliveries"),
         F.col("redelivery_count"),
     )
-    return to_anomalies(blocks.withColumn("explanation", explanation))
+    return Found(pairs, {"redelivered": explanation})
 
 
-def detect_unacked_received(message_history: DataFrame) -> DataFrame:
+def unacked_received(message_history: DataFrame) -> Found:
     """Delivered messages the producer never saw acked (informational, not a violation)."""
-    unacked = delivered_to(message_history.filter(~F.col("acked"))).withColumn(
-        "kind", F.lit("unacked_received")
-    )
-    blocks = seq_blocks(
-        unacked,
-        F.count("*").alias("count"),
-        F.sum(F.col("nacked").cast("long")).alias("nacked"),
-        F.min("first_ts").alias("first_ts"),
-        F.max("last_ts").alias("last_ts"),
+    unacked = delivered_to(message_history.filter(~F.col("acked"))).select(
+        *SUBSCRIBED_MESSAGE,
+        F.lit("unacked_received").alias("kind"),
+        F.col("nacked").cast("long").alias("nacked"),
+        "first_ts",
+        "last_ts",
     )
     explanation = F.format_string(
         "%s (%s) %s %s delivered to subscription %s but never acked to the producer "
@@ -155,7 +144,7 @@ def detect_unacked_received(message_history: DataFrame) -> DataFrame:
         F.col("subscription"),
         F.col("nacked"),
     )
-    return to_anomalies(blocks.withColumn("explanation", explanation))
+    return Found(unacked, {"unacked_received": explanation})
 
 
 def detect_anomalies(
@@ -184,19 +173,23 @@ def detect_anomalies(
         typed = delivery.withColumn("subscription_type", F.lit(None).cast("string"))
     kind = F.col("subscription_type")
     in_order = keep(typed.filter(kind.isNull() | kind.isin(*ORDERED_TYPES)))
+    # the kinds whose blocks are a plain count and time span: cut into blocks together
+    simple = [
+        lost_or_unseen(message_history, subscriptions),
+        redelivered(delivery),
+        consumer_walk(typed),
+        unacked_received(message_history),
+        nonmonotonic_sends(message_history),
+    ]
     found = [
-        detect_lost_or_unseen(message_history, subscriptions),
+        blocks_of(simple),
         detect_duplicated(message_history, deduplication),
-        detect_redelivered(delivery),
-        detect_consumer_walk(typed),
-        detect_unacked_received(message_history),
         detect_poll_skip(
             message_history,
             in_order.drop("subscription_type"),
             subscriptions,
             keep(ranked_ids(message_history)),
         ),
-        detect_nonmonotonic_send(message_history),
         detect_inconsistent_ids(message_history),
     ]
     if KEY_SHARED in checks:
