@@ -150,7 +150,7 @@ COUNT_QUERIES = {
         FROM (SELECT DISTINCT run_id, topic, subscription, partition, producer, seq FROM delivery)
         GROUP BY ALL
     """,
-    # detectors.detect_lost_or_unseen: acked, not delivered to the subscription.
+    # detectors.lost_or_unseen: acked, not delivered to the subscription.
     "missing": """
         SELECT s.run_id, s.topic, s.subscription,
                count(*) FILTER (WHERE s.all_ended) AS lost,
@@ -170,7 +170,7 @@ COUNT_QUERIES = {
          AND d.producer = c.producer AND d.seq = c.seq
         GROUP BY ALL
     """,
-    # detectors.detect_redelivered: (message, MessageId) pairs delivered more than once.
+    # detectors.redelivered: (message, MessageId) pairs delivered more than once.
     "redelivered": """
         SELECT run_id, topic, subscription, count(*) AS redelivered FROM (
             SELECT run_id, topic, subscription, partition, producer, seq
@@ -205,7 +205,7 @@ COUNT_QUERIES = {
         WHERE seq < previous_seq AND idx = first_idx
         GROUP BY run_id, topic, subscription
     """,
-    # detectors.detect_unacked_received: delivered, never acked to the producer.
+    # detectors.unacked_received: delivered, never acked to the producer.
     "unacked_received": """
         SELECT d.run_id, d.topic, d.subscription, count(*) AS unacked_received
         FROM delivered d LEFT JOIN produced m

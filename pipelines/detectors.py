@@ -1,6 +1,8 @@
-"""One detector per anomaly kind: each returns one ANOMALIES row per contiguous seq block.
+"""One detector per anomaly kind: together they give one ANOMALIES row per contiguous seq block.
 
-Detectors leave `causes` empty; root-cause correlation fills them in later.
+The kinds whose block is a plain count and time span return what they found
+(`pipelines.common.Found`), cut into blocks together by `blocks_of`; the others return their
+blocks. Detectors leave `causes` empty; root-cause correlation fills them in later.
 """
 
 from __future__ import annotations
