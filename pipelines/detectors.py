@@ -32,9 +32,11 @@ from pulsar_audit.config import PipelineConfig
 
 SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 # What the typed detectors need to find something (`typed_checks`): a subscription that names
-# a type, a keyed Key_Shared one, a Failover one.
+# a type, a keyed Key_Shared one, a Failover one; and what poll skip's per-consumer views need:
+# a subscription with several consumers (without one, each partition's readers read it alone).
 TYPED, KEY_SHARED, FAILOVER = "typed", "key_shared", "failover"
-EVERY_CHECK = frozenset({TYPED, KEY_SHARED, FAILOVER})
+SEVERAL_CONSUMERS = "several_consumers"
+EVERY_CHECK = frozenset({TYPED, KEY_SHARED, FAILOVER, SEVERAL_CONSUMERS})
 
 
 def typed_checks(subscriptions: DataFrame) -> frozenset[str]:
@@ -45,6 +47,7 @@ def typed_checks(subscriptions: DataFrame) -> frozenset[str]:
         F.bool_or(kind.isNotNull()).alias(TYPED),
         F.bool_or((kind == "Key_Shared") & F.col("keyed")).alias(KEY_SHARED),
         F.bool_or(kind == "Failover").alias(FAILOVER),
+        F.bool_or(F.col("consumers") > 1).alias(SEVERAL_CONSUMERS),
     ).first()
     return frozenset(name for name in EVERY_CHECK if row is not None and row[name])
 
@@ -165,7 +168,7 @@ def detect_anomalies(
     which order checks apply, docs/subscription-types.md); deduplication: from
     `pipelines.detect_duplicated.run_deduplication`; joins: consumers' `subscribe` events
     (`pipelines.detect_keys.consumer_joins`); pipeline: the thresholds; checks: the typed
-    checks to build (`typed_checks`; a detector left out would have found nothing); keep:
+    checks to build (`typed_checks`; a detector or branch left out would have found nothing); keep:
     how the job keeps a frame that several detectors' reads would otherwise recompute (the
     deliveries in order, the stored MessageIds' ranks: the poll skip reads each four times).
     """
@@ -189,7 +192,7 @@ def detect_anomalies(
         detect_poll_skip(
             message_history,
             in_order.drop("subscription_type"),
-            subscriptions,
+            subscriptions if SEVERAL_CONSUMERS in checks else None,
             keep(ranked_ids(message_history)),
         ),
         detect_inconsistent_ids(message_history),

@@ -17,7 +17,7 @@ from pipeline_events import (
 )
 
 from pipelines.build import shared_frames
-from pipelines.detectors import FAILOVER, KEY_SHARED, TYPED, typed_checks
+from pipelines.detectors import FAILOVER, KEY_SHARED, SEVERAL_CONSUMERS, TYPED, typed_checks
 from pulsar_audit.kinds import SUBSCRIPTION_TYPE_KINDS
 
 NEW_KINDS = SUBSCRIPTION_TYPE_KINDS
@@ -69,7 +69,8 @@ def test_no_events_and_an_untyped_trace_are_judged_as_before(spark, no_events, r
 
 def test_typed_checks_are_built_only_for_the_types_a_trace_names(spark):
     """Which typed detectors the job builds: none for an empty or untyped trace; Key_Shared's
-    only when a Key_Shared subscription's receives carry keys; the overlap check for Failover."""
+    only when a Key_Shared subscription's receives carry keys; the overlap check for Failover;
+    poll skip's per-consumer views only for a subscription with several consumers."""
 
     def checks(*events: dict) -> frozenset[str]:
         return typed_checks(shared_frames(bronze(spark, list(events))).subscriptions)
@@ -81,6 +82,10 @@ def test_typed_checks_are_built_only_for_the_types_a_trace_names(spark):
     keyed = _got("s1", "Key_Shared", "c1", (1, 10), keys={1: "k"})
     assert checks(*_sent(1, keys={1: "k"}), *keyed) == {TYPED, KEY_SHARED}
     assert checks(*_sent(1), *_got("s1", "Failover", "c1", (1, 10))) == {TYPED, FAILOVER}
+    # two consumers of one subscription: poll skip judges what each of them was due
+    two = [*_got("s1", "Shared", "c1", (1, 10)), *_got("s1", "Shared", "c2", (2, 11))]
+    assert checks(*_sent(1, 2), *two) == {TYPED, SEVERAL_CONSUMERS}
+    assert checks(*_sent(1, 2), *_got("s1", "Shared", "c1", (1, 10))) == {TYPED}
 
 
 @CASES.case
