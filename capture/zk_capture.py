@@ -92,6 +92,7 @@ class ZkCapture:
             hosts=hosts, timeout=timeout, connection_retry={"max_tries": -1, "max_delay": 2}
         )
         self.versions: dict[str, int] = {}
+        self.created: dict[str, int] = {}  # czxid: which incarnation of the node
         self.children: dict[str, set[str]] = {}
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._was_disconnected = False
@@ -139,21 +140,35 @@ class ZkCapture:
 
     def _record(self, path: str, data: bytes, stat: ZnodeStat) -> None:
         known = self.versions.get(path)
+        if known is not None and self.created[path] != stat.czxid:
+            self._forget(path)  # deleted and created again since it was last read
+            known = None
         if known is None:
             self._row(path, "snapshot" if self._initial else "create", stat, data)
         elif known != stat.version:
             self._row(path, "change", stat, data)
         self.versions[path] = stat.version
+        self.created[path] = stat.czxid
 
-    def _gone(self, path: str) -> None:
-        """Delete `path` and whatever is still known below it (children first)."""
+    def _forget(self, path: str) -> None:
+        """Write `delete` for `path` and whatever is still known below it (children first)."""
         below = sorted((p for p in self.versions if p.startswith(path + "/")), reverse=True)
         for p in [*below, path]:
             if self.versions.pop(p, None) is not None:
                 self._row(p, "delete", None, None)
+            self.created.pop(p, None)
             self.children.pop(p, None)
+
+    def _gone(self, path: str) -> None:
+        """`path` no longer exists. Its name also leaves the parent's known children, so the
+        parent's next child event sees the node as new if it is created again before that
+        event is handled."""
+        self._forget(path)
         if path in self.roots:
             self.zk.exists(path, watch=self._on_data)
+        else:
+            parent, _, name = path.rpartition("/")
+            self.children.get(parent or "/", set()).discard(name)
 
     # ------------------------------------------------------------------ tree walking
     def _visit(self, path: str, seen: set[str] | None = None) -> None:
@@ -214,7 +229,9 @@ class ZkCapture:
         if kind == "resync":
             self.resync()
         elif event.type == EventType.DELETED:
-            self._gone(event.path)
+            # read, not assumed: the node may exist again (a new czxid) by now, and one
+            # deletion comes as two events (the node's data and child watches)
+            self._visit(event.path)
         elif event.type == EventType.CREATED:
             self._visit(event.path)
         elif event.type == EventType.CHANGED:

@@ -229,3 +229,43 @@ def test_capture_records_changes_and_survives_a_restart(zookeeper, tmp_path, lak
         ("ledger_created", None, 1, "127.0.0.1:3191"),
         ("zk_capture_resync", None, None, None),
     ]
+
+
+def test_a_node_deleted_and_created_again_at_once_is_seen_both_times(zookeeper, tmp_path):
+    """An unload and the broker's re-acquisition of the bundle can land before the capture
+    handles the deletion's events: here both are one ZooKeeper transaction, so the node
+    already exists again whenever the capture looks. It still writes delete, then create,
+    once each (one deletion fires two watches, the node's data and children)."""
+    hosts = f"127.0.0.1:{zookeeper.port}"
+    out = tmp_path / "capture.zk.jsonl"
+    writer = KazooClient(hosts=hosts, timeout=10)
+    writer.start()
+    writer.create(BUNDLE, b'{"nativeUrl":"pulsar://b1:6650","disabled":false}', makepath=True)
+    capture = ZkCapture(hosts, out, timeout=10)
+    stop = threading.Event()
+    thread = threading.Thread(target=capture.run, kwargs={"stop": stop}, daemon=True)
+    thread.start()
+
+    def bundle_ops() -> list[str]:
+        return [r["op"] for r in _rows(out) if r["path"] == BUNDLE]
+
+    try:
+        _wait_for(out, {(BUNDLE, "snapshot")})
+        for swaps, owner in enumerate(("b2", "b3"), start=1):
+            swap = writer.transaction()
+            swap.delete(BUNDLE)
+            swap.create(BUNDLE, f'{{"nativeUrl":"pulsar://{owner}:6650"}}'.encode())
+            assert swap.commit() == [True, BUNDLE]
+            deadline = time.monotonic() + 10
+            while bundle_ops().count("create") < swaps:
+                assert time.monotonic() < deadline, bundle_ops()
+                time.sleep(0.2)
+            time.sleep(0.5)  # the second watch's event and the parent's come after
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        writer.stop()
+        writer.close()
+    assert bundle_ops() == ["snapshot", "delete", "create", "delete", "create"]
+    [last] = [r for r in _rows(out) if r["path"] == BUNDLE][-1:]
+    assert json.loads(last["decoded"])["nativeUrl"] == "pulsar://b3:6650"
