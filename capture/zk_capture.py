@@ -6,10 +6,12 @@ written, flushed and fsync'd as it is seen; `pulsar-audit ingest zk` loads the f
 How nothing is missed: one-shot ZooKeeper watches on every node's data and children
 (kazoo delivers them to a queue; the capture thread re-reads the node and sets the next
 watch). Every row is a diff against the capture's own copy of the tree, so a change seen
-twice is written once. When the connection comes back after a ZooKeeper restart or a lost
-session, a `resync` row is written and the whole tree is walked again and diffed: changes
-made while disconnected appear as create / change / delete (with the znode's own ctime or
-mtime as ts); only nodes created and deleted within the gap stay invisible.
+twice is written once; a node whose creation zxid differs from the one known is a new node
+(deleted and created again between two looks: a delete row, then a create row). When the
+connection comes back after a ZooKeeper restart or a lost session, a `resync` row is written
+and the whole tree is walked again and diffed: changes made while disconnected appear as
+create / change / delete (with the znode's own ctime or mtime as ts); only nodes created and
+deleted within the gap stay invisible.
 
 Row fields: ts (ISO-8601 UTC), zookeeper, path, op (snapshot | create | change | delete |
 resync), version, ephemeral_owner, data, decoded, capture_id, observed_at. `snapshot` rows
