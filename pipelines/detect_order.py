@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
@@ -65,7 +67,7 @@ def detect_poll_skip(
     ranks: `ranked_ids(message_history)`, when the caller keeps it (it is read four times)."""
     ranks = ranked_ids(message_history) if ranks is None else ranks
     if subscriptions is None:
-        skipped = _jumped_over(delivery, ranks, TOPIC_PARTITION)
+        skipped = _jumped_over(delivery, ranks)
     else:
         sub_key = ["run_id", "topic", "subscription"]
         part_key = [*TOPIC_PARTITION, "subscription"]
@@ -79,10 +81,7 @@ def detect_poll_skip(
         )
         alone = delivery.join(split, part_key, how="left_anti")
         together = delivery.join(split, part_key, how="left_semi")
-        views = consumer_views(ranks, together)
-        skipped = _jumped_over(alone, ranks, TOPIC_PARTITION).unionByName(
-            _jumped_over(together, views, [*TOPIC_PARTITION, "subscription", "consumer"])
-        )
+        skipped = _jumped_over(alone, ranks).unionByName(_jumped_over_split(together, ranks, split))
     # One row per message a consumer skipped (its earliest jump, so a rerun gives the same time).
     skipped = (
         skipped.groupBy(*MESSAGE_KEY, "subscription", "consumer")
@@ -110,60 +109,113 @@ def detect_poll_skip(
     return to_anomalies(blocks.withColumn("explanation", explanation))
 
 
-def consumer_views(ranks: DataFrame, delivery: DataFrame) -> DataFrame:
-    """Per consumer of `delivery`: the stored MessageIds no other consumer of its subscription
-    received, ranked in storage order (ranks' columns plus subscription and consumer)."""
-    members = delivery.select(*TOPIC_PARTITION, "subscription", "consumer").distinct()
-    receivers = delivery.groupBy(*TOPIC_PARTITION, "subscription", *ID).agg(
-        F.collect_set("consumer").alias("receivers")
+def _same(left: str, right: str, columns: list[str]) -> Column:
+    """Null-safe equality of `columns` between the frames aliased `left` and `right`."""
+    return reduce(
+        lambda a, b: a & b,
+        [F.col(f"{left}.{c}").eqNullSafe(F.col(f"{right}.{c}")) for c in columns],
     )
-    same_id = [
-        F.col(f"v.{c}").eqNullSafe(F.col(f"o.{c}")) for c in [*TOPIC_PARTITION, "subscription", *ID]
-    ]
-    condition = same_id[0]
-    for part in same_id[1:]:
-        condition = condition & part
-    only_by_itself = F.forall("o.receivers", lambda receiver: receiver == F.col("v.consumer"))
-    view = (
-        ranks.drop("rank")
-        .join(F.broadcast(members), TOPIC_PARTITION, how="inner")
-        .alias("v")
-        .join(receivers.alias("o"), condition, how="left")
-        .filter(F.col("o.receivers").isNull() | only_by_itself)
-        .select("v.*")
-    )
-    in_storage_order = (
-        W.partitionBy(*TOPIC_PARTITION, "subscription", "consumer")
-        .orderBy(*ID)
-        .rowsBetween(W.unboundedPreceding, W.currentRow)
-    )
-    return view.withColumn("rank", F.dense_rank().over(in_storage_order))
 
 
-def _jumped_over(delivery: DataFrame, ranks: DataFrame, keys: list[str]) -> DataFrame:
-    """(MESSAGE_KEY, subscription, consumer, jump_ts) per stored MessageId a consumer jumped
-    over; jump_ts: when it received the message past the hole (the block's time, where the
-    cause of the skip lies).
-
-    ranks: MESSAGE_KEY, ID and rank, ranked per `keys` (a partition, or a consumer's view)."""
+def _jumped_over_split(delivery: DataFrame, ranks: DataFrame, split: DataFrame) -> DataFrame:
+    """`_jumped_over` where several consumers of one subscription read a partition (`split`:
+    its topic partitions and subscriptions). A consumer's view is the stored MessageIds no
+    other consumer of its subscription received: those nobody received and those only it
+    received. Its rank in that view is counted, not built per consumer: for a MessageId only
+    it received, the MessageIds nobody received before it plus its own up to it. A jump over
+    its view is a jump in that rank; what it jumped over, the view's MessageIds between the
+    two stored positions. So the work is per stored MessageId, not per MessageId and
+    consumer."""
+    part_key = [*TOPIC_PARTITION, "subscription"]
+    receivers = delivery.groupBy(*part_key, *ID).agg(
+        F.countDistinct("consumer").alias("receivers"), F.min("consumer").alias("only")
+    )
+    stored = (
+        ranks.select(*TOPIC_PARTITION, *ID, F.col("rank").alias("place"))
+        .distinct()
+        .join(F.broadcast(split), TOPIC_PARTITION)
+    )
+    by_place = W.partitionBy(*part_key).orderBy("place")
+    by_id = (
+        stored.alias("s")
+        .join(receivers.alias("o"), _same("s", "o", [*part_key, *ID]), how="left")
+        .select("s.*", "o.receivers", "o.only")
+        .withColumn(
+            "nobody_before",
+            F.count(F.when(F.col("receivers").isNull(), 1)).over(
+                by_place.rowsBetween(W.unboundedPreceding, W.currentRow)
+            ),
+        )
+    )
+    own = (
+        by_id.filter(F.col("receivers") == 1)
+        .withColumn(
+            "rank",
+            F.col("nobody_before")
+            + F.row_number().over(W.partitionBy(*part_key, "only").orderBy("place")),
+        )
+        .select(*part_key, *ID, "place", "rank", F.col("only").alias("consumer"))
+    )
     consumer_order = (
         W.partitionBy(*TOPIC_PARTITION, "consumer")
         .orderBy("delivery_index")
         .rowsBetween(W.unboundedPreceding, -1)
     )
     jumps = (
-        delivery.join(ranks.select(*keys, *ID, "rank"), [*keys, *ID], "inner")
+        delivery.join(own, [*part_key, "consumer", *ID], "inner")
+        .withColumn("furthest", F.max("rank").over(consumer_order))
+        .withColumn("furthest_place", F.max("place").over(consumer_order))
+        .filter(F.col("rank") > F.col("furthest") + 1)
+        .select(
+            *part_key,
+            "consumer",
+            F.col("furthest_place").alias("after"),
+            F.col("place").alias("before"),
+            F.col("ts").alias("jump_ts"),
+        )
+    )
+    between = (F.col("r.rank") > F.col("j.after")) & (F.col("r.rank") < F.col("j.before"))
+    for key in TOPIC_PARTITION:
+        between = between & (F.col(f"r.{key}") == F.col(f"j.{key}"))
+    candidates = ranks.alias("r").join(F.broadcast(jumps.alias("j")), between, "inner")
+    same_id = _same("r", "o", [*TOPIC_PARTITION, *ID])
+    received = candidates.join(
+        receivers.alias("o"), same_id & (F.col("j.subscription") == F.col("o.subscription")), "left"
+    )
+    nobody_or_itself = F.col("o.receivers").isNull() | (
+        (F.col("o.receivers") == 1) & (F.col("o.only") == F.col("j.consumer"))
+    )
+    return received.filter(nobody_or_itself).select(
+        *[F.col(f"r.{c}") for c in MESSAGE_KEY], "j.subscription", "j.consumer", "j.jump_ts"
+    )
+
+
+def _jumped_over(delivery: DataFrame, ranks: DataFrame) -> DataFrame:
+    """(MESSAGE_KEY, subscription, consumer, jump_ts) per stored MessageId a consumer jumped
+    over; jump_ts: when it received the message past the hole (the block's time, where the
+    cause of the skip lies).
+
+    ranks: `ranked_ids`, the stored MessageIds ranked per partition."""
+    consumer_order = (
+        W.partitionBy(*TOPIC_PARTITION, "consumer")
+        .orderBy("delivery_index")
+        .rowsBetween(W.unboundedPreceding, -1)
+    )
+    jumps = (
+        delivery.join(ranks.select(*TOPIC_PARTITION, *ID, "rank"), [*TOPIC_PARTITION, *ID])
         .withColumn("furthest", F.max("rank").over(consumer_order))
         .filter(F.col("rank") > F.col("furthest") + 1)
         .select(
-            *dict.fromkeys([*keys, "subscription", "consumer"]),
+            *TOPIC_PARTITION,
+            "subscription",
+            "consumer",
             (F.col("furthest") + 1).alias("skip_from"),
             (F.col("rank") - 1).alias("skip_to"),
             F.col("ts").alias("jump_ts"),
         )
     )
     in_jump = F.col("r.rank").between(F.col("j.skip_from"), F.col("j.skip_to"))
-    for key in keys:
+    for key in TOPIC_PARTITION:
         in_jump = in_jump & (F.col(f"r.{key}") == F.col(f"j.{key}"))
     return (
         ranks.alias("r")

@@ -86,6 +86,32 @@ def test_a_shared_subscription_splitting_the_entries_is_not_a_skip_a_hole_still_
 
 
 @CASES.case
+def three_consumers_one_hole() -> list[dict]:
+    """c1, c2 and c3 share s1 and split 1–9 between them; 3 reached both c1 and c2, 6–7 nobody.
+    c1 (1, 3, 9) and c3 (5, 8) jump over 6–7 within what no other consumer got: skips. c2
+    (2, 3, 4) does not reach them: none."""
+    got = {"c1": (1, 3, 9), "c2": (2, 3, 4), "c3": (5, 8)}
+    reads = [
+        receive(
+            s,
+            10 + s + (0.5 if c == "c2" else 0),
+            consumer=c,
+            redelivery_count=int(c == "c2" and s == 3),
+        )
+        for c, seqs in got.items()
+        for s in seqs
+    ]
+    return [*_sent_and_acked(*range(1, 10)), *reads, *(end(30, consumer=c) for c in got)]
+
+
+def test_a_hole_among_three_sharing_consumers_is_skipped_by_those_that_jump_it(runs):
+    _, gold = runs[three_consumers_one_hole]
+    assert anomalies(gold, "poll_skip") == [("s1", -1, "p1", "poll_skip", 6, 7, 2)]
+    skip = gold.anomalies.filter("kind = 'poll_skip'").first()
+    assert "skipped by consumer(s) c1, c3 of subscription s1" in skip.explanation
+
+
+@CASES.case
 def one_subscription_two_partitions() -> list[dict]:
     """c1 reads partition 0, c2 partition 1, both in s1 (a Failover subscription per
     partition): c2 jumping over seq 2 of partition 1 is a skip, c1's clean read is not."""
