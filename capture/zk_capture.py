@@ -35,7 +35,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
-from ingest.zk_decode import decode_znode
+from capture.zk_decode import decode_znode
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,7 @@
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
@@ -28,6 +26,7 @@ from pipelines.common import (
     to_anomalies,
     was_or_were,
 )
+from pulsar_audit.spark import same_keys
 
 TOPIC_PARTITION = ["run_id", "topic", "partition"]
 ID = ["ledger_id", "entry_id", "batch_index"]
@@ -109,14 +108,6 @@ def detect_poll_skip(
     return to_anomalies(blocks.withColumn("explanation", explanation))
 
 
-def _same(left: str, right: str, columns: list[str]) -> Column:
-    """Null-safe equality of `columns` between the frames aliased `left` and `right`."""
-    return reduce(
-        lambda a, b: a & b,
-        [F.col(f"{left}.{c}").eqNullSafe(F.col(f"{right}.{c}")) for c in columns],
-    )
-
-
 def _jumped_over_split(delivery: DataFrame, ranks: DataFrame, split: DataFrame) -> DataFrame:
     """`_jumped_over` where several consumers of one subscription read a partition (`split`:
     its topic partitions and subscriptions). A consumer's view is the stored MessageIds no
@@ -138,7 +129,7 @@ def _jumped_over_split(delivery: DataFrame, ranks: DataFrame, split: DataFrame) 
     by_place = W.partitionBy(*part_key).orderBy("place")
     by_id = (
         stored.alias("s")
-        .join(receivers.alias("o"), _same("s", "o", [*part_key, *ID]), how="left")
+        .join(receivers.alias("o"), same_keys([*part_key, *ID], "s", "o"), how="left")
         .select("s.*", "o.receivers", "o.only")
         .withColumn(
             "nobody_before",
@@ -178,7 +169,7 @@ def _jumped_over_split(delivery: DataFrame, ranks: DataFrame, split: DataFrame) 
     for key in TOPIC_PARTITION:
         between = between & (F.col(f"r.{key}") == F.col(f"j.{key}"))
     candidates = ranks.alias("r").join(F.broadcast(jumps.alias("j")), between, "inner")
-    same_id = _same("r", "o", [*TOPIC_PARTITION, *ID])
+    same_id = same_keys([*TOPIC_PARTITION, *ID], "r", "o")
     received = candidates.join(
         receivers.alias("o"), same_id & (F.col("j.subscription") == F.col("o.subscription")), "left"
     )

@@ -37,14 +37,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
 from pulsar_audit.delta_log import local_table_state
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import LIVE_STATE_TABLES
-from pulsar_audit.spark import release, side_by_side_bounded, spark_stage
+from pulsar_audit.spark import release, same_keys, side_by_side_bounded, spark_stage
 
 log = logging.getLogger(__name__)
 
@@ -336,13 +336,6 @@ class DeferredLakehouse(Lakehouse):
             self._tables.clear()
 
 
-def _key_condition(keys: tuple[str, ...], left: str, right: str) -> Column:
-    condition = F.lit(True)
-    for key in keys:
-        condition = condition & F.col(f"{left}.{key}").eqNullSafe(F.col(f"{right}.{key}"))
-    return condition
-
-
 def _apply(base: DataFrame, write: _Write | list[_Write]) -> DataFrame:
     """The table `base` after `write` (or several in turn), as Delta would leave it."""
     if isinstance(write, list):
@@ -362,12 +355,12 @@ def _apply(base: DataFrame, write: _Write | list[_Write]) -> DataFrame:
     keys = write.keys
     if write.kind == "merge":
         kept = base.alias("t").join(
-            write.frame.select(*keys).alias("s"), _key_condition(keys, "t", "s"), how="left_anti"
+            write.frame.select(*keys).alias("s"), same_keys(keys, "t", "s"), how="left_anti"
         )
         return kept.unionByName(write.frame.select(*columns))
     # update: the matched rows take the new values of `columns`, the rest keep theirs
     updates = write.frame.withColumn("_hit", F.lit(True))
-    joined = base.alias("t").join(updates.alias("s"), _key_condition(keys, "t", "s"), how="left")
+    joined = base.alias("t").join(updates.alias("s"), same_keys(keys, "t", "s"), how="left")
     hit = F.col("s._hit").isNotNull()
     return joined.select(
         *[
@@ -399,7 +392,7 @@ def _coalesced(lakehouse: DeferredLakehouse, writes: list[_Write]) -> list[_Writ
             out[-1] = _Write("replace", folded, matches=last.matches)
             rest = write.frame.alias("s").join(
                 last.frame.select(*write.keys).alias("t"),
-                _key_condition(write.keys, "s", "t"),
+                same_keys(write.keys, "s", "t"),
                 how="left_anti",
             )
             if not rest.isEmpty():

@@ -27,6 +27,7 @@ from pulsar_audit.delta_log import (
 from pulsar_audit.errors import EnvironmentProblem
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import TABLES, TableSpec
+from pulsar_audit.spark import same_keys
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -266,7 +267,7 @@ class Lakehouse:
         if not keys:
             raise ValueError(f"table {table!r} declares no natural key to merge on")
         self.create(table)
-        condition = _key_match(keys)
+        condition = same_keys(keys)
         self._retry(
             table,
             "merge",
@@ -293,7 +294,7 @@ class Lakehouse:
             lambda: (
                 self._delta(table)
                 .alias("t")
-                .merge(df.select(*keys, *columns).alias("s"), _key_match(keys))
+                .merge(df.select(*keys, *columns).alias("s"), same_keys(keys))
                 .whenMatchedUpdate(condition=differs, set={c: F.col(f"s.{c}") for c in columns})
                 .execute()
             ),
@@ -309,9 +310,7 @@ class Lakehouse:
             lambda: (
                 self._delta(table)
                 .alias("t")
-                .merge(
-                    df.select(*self.spec(table).schema.fieldNames()).alias("s"), _key_match(keys)
-                )
+                .merge(df.select(*self.spec(table).schema.fieldNames()).alias("s"), same_keys(keys))
                 .whenNotMatchedInsertAll()
                 .execute()
             ),
@@ -422,14 +421,6 @@ def match_column(match: Match) -> Column:
     for column, values in match.items():
         condition = condition & F.col(column).isin(sorted(set(values)))
     return F.coalesce(condition, F.lit(False))
-
-
-def _key_match(keys: Iterable[str]) -> Column:
-    condition = None
-    for key in keys:
-        clause = F.col(f"t.{key}").eqNullSafe(F.col(f"s.{key}"))
-        condition = clause if condition is None else condition & clause
-    return condition
 
 
 def sql_string_literal(value: str) -> str:

@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from pyspark import SparkContext
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pulsar_audit.config import Config
 from pulsar_audit.errors import SetupError
@@ -326,3 +327,13 @@ def release(df: DataFrame) -> None:
     plan = jdf.queryExecution().analyzed()
     if plan.getClass().getSimpleName() == "LogicalRDD":
         plan.rdd().unpersist(False)
+
+
+def same_keys(keys: Iterable[str], left: str = "t", right: str = "s") -> Column:
+    """`keys` equal between the frames aliased `left` and `right`, a null equal to a null (a
+    join or merge condition on keys that may be null)."""
+    condition = None
+    for key in keys:
+        clause = F.col(f"{left}.{key}").eqNullSafe(F.col(f"{right}.{key}"))
+        condition = clause if condition is None else condition & clause
+    return F.lit(True) if condition is None else condition

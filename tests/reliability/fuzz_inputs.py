@@ -13,8 +13,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from ingest.zk_proto import bookkeeper_metadata_pb2 as bk
-from ingest.zk_proto import managed_ledger_pb2 as ml
+from capture.zk_proto import bookkeeper_metadata_pb2 as bk
+from capture.zk_proto import managed_ledger_pb2 as ml
 
 FIXTURE_LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 LEDGER_HEADER = b"BookieMetadataFormatVersion\t"

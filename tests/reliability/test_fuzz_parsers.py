@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from reliability_lakehouse import is_long, record_figure
 
+from capture.zk_decode import decode_znode
 from ingest.logs import ingest_logs
-from ingest.zk_decode import decode_znode
 from ingest.zk_ingest import ingest_zk
 from jobs.ingest import ingest_traces
 from pipelines.infra_events import match_log_events

@@ -14,7 +14,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from capture.zk_capture import ZkCapture
-from ingest.zk_decode import decode_znode
+from capture.zk_decode import decode_znode
 from ingest.zk_ingest import ingest_zk
 from pipelines.zk_events import zk_change_events
 from pulsar_audit.paths import pulsar_lib_dir

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from ingest.zk_decode import decode_znode
-from ingest.zk_proto import bookkeeper_metadata_pb2 as bk
-from ingest.zk_proto import managed_ledger_pb2 as ml
+from capture.zk_decode import decode_znode
+from capture.zk_proto import bookkeeper_metadata_pb2 as bk
+from capture.zk_proto import managed_ledger_pb2 as ml
 
 LEDGER = "/ledgers/00/0000/L0012"
 TOPIC_ML = "/managed-ledgers/public/default/persistent/orders"

@@ -1,7 +1,7 @@
 """Readable text for the znodes Pulsar and BookKeeper keep in ZooKeeper.
 
 Binary payloads are decoded by the `protobuf` library with the project's own descriptions of
-the formats (ingest/zk_proto/*.proto, generated into *_pb2.py by scripts/gen_proto.sh), so
+the formats (capture/zk_proto/*.proto, generated into *_pb2.py by scripts/gen_proto.sh), so
 every field type, unknown fields and newer writers are handled as protobuf defines:
 
 * `/ledgers/…/L<id>`: `BookieMetadataFormatVersion\\t3\\n` + length-delimited
@@ -26,8 +26,8 @@ from typing import Any
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError, Message
 
-from ingest.zk_proto import bookkeeper_metadata_pb2 as bk
-from ingest.zk_proto import managed_ledger_pb2 as ml
+from capture.zk_proto import bookkeeper_metadata_pb2 as bk
+from capture.zk_proto import managed_ledger_pb2 as ml
 
 LEDGER_HEADER = b"BookieMetadataFormatVersion\t"
 _ML_ROOT = "/managed-ledgers/"
