@@ -15,6 +15,8 @@ from pulsar_audit.schemas import ANOMALIES, CAUSE, MESSAGE_ID, conform
 
 # A message is (run_id, topic, partition, producer, seq).
 MESSAGE_KEY = ["run_id", "topic", "partition", "producer", "seq"]
+# a message as one subscription sees it
+SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 # An anomaly block is one contiguous seq range of one kind under this key.
 BLOCK_KEY = ["run_id", "topic", "subscription", "partition", "producer", "kind"]
 # What message_history's `subscriptions` holds for each subscription a message reached.

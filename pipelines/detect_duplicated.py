@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from pipelines.common import (
     BLOCK_KEY,
-    MESSAGE_KEY,
+    SUBSCRIBED_MESSAGE,
     delivered_to,
     from_producer,
     plural,
@@ -16,8 +16,6 @@ from pipelines.common import (
     was_or_were,
     with_seq_block,
 )
-
-SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 
 
 def run_deduplication(run_events: DataFrame) -> DataFrame:

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from pipelines.common import (
     MESSAGE_KEY,
+    SUBSCRIBED_MESSAGE,
     Found,
     blocks_of,
     delivered_to,
@@ -30,7 +31,6 @@ from pipelines.detect_order import detect_poll_skip, nonmonotonic_sends, ranked_
 from pipelines.detect_walk import ORDERED_TYPES, consumer_walk, with_subscription_type
 from pulsar_audit.config import PipelineConfig
 
-SUBSCRIBED_MESSAGE = [*MESSAGE_KEY, "subscription"]
 # What the typed detectors need to find something (`typed_checks`): a subscription that names
 # a type, a keyed Key_Shared one, a Failover one; and what poll skip's per-consumer views need:
 # a subscription with several consumers (without one, each partition's readers read it alone).
