@@ -1,6 +1,6 @@
 """The benchmark: pulsar-audit analyze against DuckDB SQL and an in-memory dict checker.
 
-    .venv/bin/python -m bench.run --sizes 1e4,1e5,1e6,2e6 [--with-1e7] [--workdir DIR]
+    .venv/bin/python -m bench.run --sizes 1e4,1e5,1e6,2e6 [--with-1e7] [--with-1e8] [--workdir DIR]
 
 For each size: simulate the trace once (bench/simulated.py: two chaos runs of the simulator,
 with their ground truth), then time each checker as a whole process from a cold start,
@@ -317,16 +317,13 @@ class Bench:
         self.work.mkdir(parents=True, exist_ok=True)
         if not self.args.skip_fixed:
             self.fixed_costs()
-        sizes = [_size(s) for s in self.args.sizes.split(",") if s.strip()]
-        if self.args.with_1e7:
-            sizes.append(("1e7", 10_000_000))
-        increment_on = self.args.increment_on or ("1e7" if self.args.with_1e7 else None)
-        forms = [f.strip() for f in self.args.forms.split(",") if f.strip()]
-        for label, messages in sizes:
-            for form in forms:
+        sizes, increment_on = size_plan(self.args)
+        for label, messages, size_forms in sizes:
+            for form in size_forms:
                 self.results["sizes"].append(self.size(label, messages, form))
                 self.write()
-            entry = self.results["sizes"][-len(forms)]  # the first form's: the increment's base
+            # the size's first form: the increment's base
+            entry = self.results["sizes"][-len(size_forms)]
             if label == increment_on:
                 full = entry["checkers"]["analyze"]["wall_s"]
                 self.increment(label, messages, Path(entry["lakehouse"]), full)
@@ -340,6 +337,23 @@ class Bench:
 
     def write(self) -> None:
         (self.work / "results.json").write_text(json.dumps(self.results, indent=1) + "\n")
+
+
+def size_plan(args: argparse.Namespace) -> tuple[list[tuple[str, int, list[str]]], str | None]:
+    """The sizes to run, each with its trace forms, and the size the 1 % increment follows."""
+    forms = [f.strip() for f in args.forms.split(",") if f.strip()]
+    sizes = [(*_size(s), forms) for s in args.sizes.split(",") if s.strip()]
+    if args.with_1e7:
+        sizes.append(("1e7", 10_000_000, forms))
+    if args.with_1e8:  # the columnar form only: 10^8 as JSONL is ~130 GB of text
+        sizes.append((*BIGGEST, ["columnar"]))
+    default_increment = BIGGEST[0] if args.with_1e8 else "1e7" if args.with_1e7 else None
+    return sizes, args.increment_on or default_increment
+
+
+# issue 24's largest size (`--with-1e8`) and the peak RSS (whole process tree) it must stay under
+BIGGEST = ("1e8", 100_000_000)
+BIGGEST_RSS_GB = 8.0
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -383,6 +397,7 @@ def render(results: dict[str, Any]) -> str:
                 f"| {name} | {m['wall_s']:.1f} | {m.get('cpu_s', 0):.1f} "
                 f"| {m['peak_rss_gb']:.2f} | {m.get('peak_pss_gb', 0):.2f} | {_fmt(m['vs_bare'])} |"
             )
+    lines += _biggest(results)
     if results.get("increment"):
         inc = results["increment"]
         lines += [
@@ -430,6 +445,22 @@ def _forms(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _biggest(results: dict[str, Any]) -> list[str]:
+    """For runs of 10^8 messages or more: analyze's peak RSS against issue 24's bound."""
+    lines = []
+    for entry in results["sizes"]:
+        m = entry["checkers"]["analyze"]
+        if entry["messages"] < BIGGEST[1] or m["status"] != "ok":
+            continue
+        within = "within" if m["peak_rss_gb"] <= BIGGEST_RSS_GB else "OVER"
+        lines += [
+            "",
+            f"{entry['size']}: analyze's peak RSS (process tree) {m['peak_rss_gb']:.2f} GB, "
+            f"{within} the {BIGGEST_RSS_GB:g} GB bound",
+        ]
+    return lines
+
+
 def _profiles(results: dict[str, Any]) -> list[str]:
     """The per-stage table of every analyze run with --profile."""
     measured = [m for e in results["sizes"] for m in e["checkers"].values()]
@@ -448,12 +479,18 @@ def _fmt(x: float | None) -> str:
     return "" if x is None else f"{x:.3g}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", default="1e4,1e5,1e6,2e6", help="messages, comma-separated")
     parser.add_argument("--with-1e7", action="store_true", help="add 1e7 and the 1 %% increment")
+    parser.add_argument(
+        "--with-1e8",
+        action="store_true",
+        help="add 1e8 in the columnar form only, its 1 %% increment (instead of 1e7's) and "
+        "analyze's peak RSS against 8 GB (hours on 2 cores; ~7 GB of Parquet)",
+    )
     parser.add_argument("--workdir", default="/tmp/pulsar-audit-bench")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--gzip", action="store_true", help="generate *.jsonl.gz")
@@ -465,7 +502,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--skip-fixed", action="store_true", help="skip the fixed-cost timings")
     parser.add_argument(
-        "--increment-on", metavar="SIZE", help="add the 1 %% run after this size (default 1e7)"
+        "--increment-on",
+        metavar="SIZE",
+        help="add the 1 %% run after this size (default: 1e8 with --with-1e8, else 1e7 with "
+        "--with-1e7)",
     )
     parser.add_argument("--dict-max-messages", type=float, default=4e6)
     parser.add_argument("--dict-rss-cap-gb", type=float, default=16.0)
@@ -475,7 +515,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="write each analyze's Spark event log and print its per-stage table",
     )
-    return Bench(parser.parse_args(argv)).run()
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return Bench(parse_args(argv)).run()
 
 
 if __name__ == "__main__":
