@@ -19,7 +19,7 @@ from ingest.traces import IngestReport
 from ingest.zk_ingest import ingest_zk
 from jobs.stages import Progress, stage
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.spark import side_by_side
+from pulsar_audit.spark import session_settings, side_by_side
 from pulsar_audit.storage import FileStat
 
 
@@ -91,5 +91,7 @@ def ingest_inputs(
                 lakehouse, path, progress, inputs if is_folder else Inputs()
             )
 
-    # different files into different tables (both note theirs in bronze.ingested_files)
-    return side_by_side(traces, infrastructure)
+    # different files into different tables (both note theirs in bronze.ingested_files), with
+    # the ingest's own session settings (pulsar_audit.spark.for_input) around both
+    with session_settings(lakehouse.spark, lakehouse.config.spark.ingest_conf):
+        return side_by_side(traces, infrastructure)

@@ -27,6 +27,9 @@ class SparkConfig:
     shuffle_partitions: int
     driver_memory: str | None
     conf: dict[str, str] = field(default_factory=dict)
+    # Session settings for the ingest only (pulsar_audit.spark.for_input sets them for a
+    # small local input large enough to pay for generated code).
+    ingest_conf: dict[str, str] = field(default_factory=dict)
     # True on a cluster whose executors do not have pulsar-audit installed: the session ships
     # the package to them as a zip (SparkContext.addPyFile), as spark-submit --py-files would.
     ship_package: bool = False

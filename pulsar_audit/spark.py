@@ -56,7 +56,9 @@ R = TypeVar("R")
 # with C1 only and collects with the serial collector (docs/performance.md: measured on the
 # examples and a 10⁴-message run).
 SMALL_INPUT_BYTES = 32 << 20
-GZIP_EXPANSION = 8  # a .gz input counts as this many times its size on disk
+# a .gz input counts as the text its gzip trailer records, or this many times its size on disk
+# when the trailer cannot say (see _text_bytes)
+GZIP_EXPANSION = 8
 # a Parquet input (the trace's columnar form) counts as the JSON text it stands for: 13-18x
 # its size in the benchmark's traces (10^4: 0.9 MB against 12.1 MB; 10^5: 7.3 against 128)
 PARQUET_EXPANSION = 16
@@ -70,6 +72,19 @@ SMALL_INPUT_CONF = {
     "spark.driver.defaultJavaOptions": (
         "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
     ),
+}
+
+# The ingest of a small input (the trace parse, the staged rows' writes and checks: wide
+# projections per record) runs with generated code once the input holds some 20,000 records:
+# compiling it costs seconds in the small-input JVM, interpreting the projections costs more
+# from about that size. Cold `analyze` runs, with against without (docs/performance.md,
+# "Session 29"): 3-5 s slower at 0.3 and 1.3 MB of trace text, the same on examples/ (4.0 MB
+# with its logs), 6-10 s faster on a 10^4-message run (13 MB, either form). The rest of the
+# job keeps interpreting: with generated code throughout, the 10^4 run gained no more.
+INGEST_CODEGEN_BYTES = 6 << 20
+GENERATED_CODE_CONF = {
+    "spark.sql.codegen.factoryMode": "FALLBACK",
+    "spark.sql.codegen.wholeStage": "true",
 }
 
 # What a running session can take of SMALL_INPUT_CONF (its SQL settings), for a small job
@@ -98,25 +113,39 @@ def local_input_bytes(path: str) -> int | None:
         if os.path.isdir(local)
         else [local]
     )
-    return sum(os.path.getsize(f) * _expansion(f) for f in files)
+    return sum(_text_bytes(f) for f in files)
 
 
-def _expansion(name: str) -> int:
-    if name.endswith(".gz"):
-        return GZIP_EXPANSION
-    return PARQUET_EXPANSION if name.endswith(".parquet") else 1
+def _text_bytes(path: str) -> int:
+    """The text a local file stands for: a gzip file's own record of its uncompressed size
+    (the last 4 bytes: the size modulo 2^32, of the last member), else an estimate."""
+    size = os.path.getsize(path)
+    if path.endswith(".gz"):
+        try:
+            with open(path, "rb") as f:
+                f.seek(-4, os.SEEK_END)
+                recorded = int.from_bytes(f.read(4), "little")
+        except OSError:  # shorter than a gzip trailer: not a gzip file ingest can read
+            recorded = 0
+        # a recorded size below the file's (beyond 4 GiB, or several members) is not the text's
+        return recorded if recorded >= size else size * GZIP_EXPANSION
+    return size * PARQUET_EXPANSION if path.endswith(".parquet") else size
 
 
 def for_input(config: Config, input_bytes: int | None) -> Config:
     """`config` with the small-input session settings when Spark is local and the input is
-    small; settings the config sets itself win."""
+    small, and generated code for its ingest when it is large enough to pay for it; settings
+    the config sets itself win (its own code generation settings: also for the ingest)."""
     master = config.spark.master or ""
     if input_bytes is None or input_bytes > SMALL_INPUT_BYTES or not master.startswith("local"):
         return config
+    own = config.spark.conf
+    generated = input_bytes >= INGEST_CODEGEN_BYTES and not own.keys() & GENERATED_CODE_CONF.keys()
     spark = replace(
         config.spark,
         shuffle_partitions=min(config.spark.shuffle_partitions, 1),
-        conf={**SMALL_INPUT_CONF, **config.spark.conf},
+        conf={**SMALL_INPUT_CONF, **own},
+        ingest_conf={**(GENERATED_CODE_CONF if generated else {}), **config.spark.ingest_conf},
     )
     return replace(config, spark=spark)
 

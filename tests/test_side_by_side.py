@@ -16,6 +16,8 @@ import pytest
 from pulsar_audit import locks
 from pulsar_audit.config import load_config
 from pulsar_audit.spark import (
+    GENERATED_CODE_CONF,
+    INGEST_CODEGEN_BYTES,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_CONF,
     STAGE_PROPERTY,
@@ -94,11 +96,16 @@ def test_another_job_waits_for_the_lock_and_then_gives_up(tmp_path: Path):
 
 def test_input_size_counts_gzip_and_parquet_as_their_text(tmp_path: Path):
     (tmp_path / "a.jsonl").write_bytes(b"x" * 100)
+    # a gzip file's trailer records its text's size; below the file's own (a tiny file here)
+    # it is no measure, and the file counts as 8 times its size
     with gzip.open(tmp_path / "b.jsonl.gz", "wb") as f:
         f.write(b"{}\n")
     gz = (tmp_path / "b.jsonl.gz").stat().st_size
+    with gzip.open(tmp_path / "d.jsonl.gz", "wb") as f:
+        f.write(b'{"seq": 1}\n' * 5000)
     (tmp_path / "c.parquet").write_bytes(b"p" * 10)
-    assert local_input_bytes(str(tmp_path)) == 100 + 8 * gz + 16 * 10
+    assert local_input_bytes(str(tmp_path / "d.jsonl.gz")) == 11 * 5000
+    assert local_input_bytes(str(tmp_path)) == 100 + 8 * gz + 16 * 10 + 11 * 5000
     assert local_input_bytes(str(tmp_path / "a.jsonl")) == 100
     assert local_input_bytes(f"file://{tmp_path}/a.jsonl") == 100
     assert local_input_bytes("s3a://bucket/traces") is None
@@ -111,8 +118,23 @@ def test_small_local_inputs_get_the_small_input_session(tmp_path: Path):
     assert small.spark.shuffle_partitions == 1
     assert small.spark.conf == {**SMALL_INPUT_CONF, **config.spark.conf}
     assert small.pipeline == config.pipeline
+    assert small.spark.ingest_conf == {}
     for unchanged in (SMALL_INPUT_BYTES + 1, None):
         assert for_input(config, unchanged) is config
+
+
+def test_a_small_input_of_a_few_thousand_records_is_ingested_with_generated_code(tmp_path: Path):
+    config = load_config("local", lakehouse=str(tmp_path))
+    assert for_input(config, INGEST_CODEGEN_BYTES - 1).spark.ingest_conf == {}
+    assert for_input(config, INGEST_CODEGEN_BYTES).spark.ingest_conf == GENERATED_CODE_CONF
+    # the rest of the job keeps the small-input session's interpreted evaluation
+    conf = for_input(config, INGEST_CODEGEN_BYTES).spark.conf
+    assert conf["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
+    # an env that sets code generation itself keeps it for the ingest too
+    own = replace(
+        config, spark=replace(config.spark, conf={"spark.sql.codegen.factoryMode": "NO_CODEGEN"})
+    )
+    assert for_input(own, INGEST_CODEGEN_BYTES).spark.ingest_conf == {}
 
 
 def test_a_cluster_and_an_envs_own_settings_are_left_alone(tmp_path: Path):

@@ -19,15 +19,18 @@ import pytest
 from fuzz_inputs import fixture_log_lines, log_line, trace_line, zk_line, zk_payload
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from reliability_lakehouse import is_long, record_figure
 
 from capture.zk_decode import decode_znode
 from ingest.logs import ingest_logs
+from ingest.trace_format import parse_records
 from ingest.zk_ingest import ingest_zk
 from jobs.ingest import ingest_traces
 from pipelines.infra_events import match_log_events
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.spark import GENERATED_CODE_CONF, session_settings
 
 DEFAULT_INPUTS = 2_000
 MEGABYTE = 1 << 20
@@ -76,6 +79,30 @@ def write_lines(path: Path, lines: list[bytes], huge: list[bytes]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"\n".join([*lines, *huge]) + b"\n")
     return path
+
+
+def test_the_trace_parse_with_generated_code_is_the_interpreted_parse(spark, tmp_path: Path):
+    """A small input is parsed interpreted, a larger one with generated code
+    (pulsar_audit.spark.for_input): both give every hostile line the same fields, extra and
+    reason."""
+    lines = generate(trace_line(), DEFAULT_INPUTS)
+    trace = write_lines(tmp_path / "fuzz-trace.jsonl", lines, [])
+
+    def parsed() -> DataFrame:
+        text = spark.read.text(str(trace)).withColumn(
+            "line_number", F.monotonically_increasing_id()
+        )
+        records = parse_records(text, ("line_number",)).withColumn("extra", F.to_json("extra"))
+        return records.localCheckpoint()  # computed here, under the session's settings
+
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"  # the tests' session
+    interpreted = parsed()
+    with session_settings(spark, GENERATED_CODE_CONF):
+        generated = parsed()
+    assert interpreted.count() == generated.count() >= len(lines)  # some hold line breaks
+    assert interpreted.filter(F.col("reason").isNotNull()).count() > 0
+    assert interpreted.exceptAll(generated).count() == 0
+    assert generated.exceptAll(interpreted).count() == 0
 
 
 def test_trace_parser_quarantines_every_hostile_line(lakehouse: Lakehouse, tmp_path: Path):
