@@ -9,13 +9,14 @@ import os
 from pathlib import Path
 
 import pytest
+from opt_in import opt_in_skips
 from spark_test_conf import TEST_SPARK_CONF
 
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.delta_io import Lakehouse
 
 # PULSAR_AUDIT_LONG=1 runs every long suite the default run (CI) leaves out: each has its own
-# switch too (the chaos grid, the risk end to end, the long reliability suites, deployment).
+# switch too (the chaos grid, the long tier, the long reliability suites, deployment).
 LONG_SWITCHES = {
     "PULSAR_AUDIT_CHAOS": "1",
     "PULSAR_AUDIT_LONG_TESTS": "1",
@@ -49,9 +50,13 @@ SESSION_FIXTURE_FOLDERS = ("serve", "reliability", "models")
 # worker that got one of its tests).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skips = opt_in_skips(config.option.markexpr or "", os.environ)
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
+        for marker, skip in skips.items():
+            if item.get_closest_marker(marker):
+                item.add_marker(skip)
 
 
 def _worker_group(item: pytest.Item) -> str:

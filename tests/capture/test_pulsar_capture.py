@@ -28,6 +28,8 @@ def _analyze(lakehouse, config, out: Path) -> dict:  # noqa: ANN001
     return analyze(lakehouse, config, out)
 
 
+# long tier; in the default run: test_unload_in_the_middle_of_a_run (a capture and analyze)
+@pytest.mark.long
 def test_control_run(standalone, tmp_path: Path, lakehouse, config) -> None:
     out = tmp_path / "control"
     summary = capture(

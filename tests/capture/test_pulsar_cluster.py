@@ -47,6 +47,8 @@ def _capture_with(multi, tmp_path: Path, action: str):  # noqa: ANN001, ANN202
     return out, chaos, multi.get(chaos["target"])
 
 
+# long tier; in the default run: the bookie killed on the same cluster
+@pytest.mark.long
 def test_kill_broker_loses_no_acknowledged_message(multi, tmp_path: Path) -> None:
     out, chaos, victim = _capture_with(multi, tmp_path, "kill-broker")
     assert victim.role == "broker"

@@ -172,7 +172,10 @@ def test_failover_churn_closes_the_active_consumer(standalone, tmp_path) -> None
     _assert_contiguous_event_index(out)
 
 
+# long tier; in the default run: the Key_Shared capture above and
+# tests/pipelines/test_subscription_types.py
 @pytest.mark.slow
+@pytest.mark.long
 def test_key_shared_consumer_crash_end_to_end(standalone, tmp_path, config, capsys) -> None:
     """`chaos run --scenario consumer-crash` (3 Key_Shared consumers, 50 keys): consumer 1
     is killed (SIGKILL) at 30 % of the acks, consumer 4 joins at 50 %, consumer 1 comes back

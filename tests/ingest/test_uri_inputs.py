@@ -128,6 +128,8 @@ def test_file_store_lists_hashes_and_names_files_alike_in_every_form(spark, land
     assert store.sha256(through_jvm) == store.sha256(trace)
 
 
+# long tier; in the default run: test_file_store_lists_hashes_and_names_files_alike_in_every_form
+@pytest.mark.long
 def test_file_uris_and_odd_names_give_the_same_tables_as_plain_paths(spark, tmp_path, landing):
     by_path, by_uri = _lakehouse(spark, tmp_path, "lh-path"), _lakehouse(spark, tmp_path, "lh-uri")
     files, infra = _ingest(by_path, str(landing))

@@ -3,7 +3,6 @@ tmp_path (the SQLite tracking URI of conf/local.yaml, pointed at the test's lake
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -32,17 +31,3 @@ def mlflow_store(config, empty_mlflow_db: Path) -> Path:  # noqa: ANN001
     db.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(empty_mlflow_db, db)
     return db
-
-
-def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001
-    """`risk_e2e` tests run only when asked: `-m risk_e2e` or PULSAR_AUDIT_LONG_TESTS=1."""
-    if os.environ.get("PULSAR_AUDIT_LONG_TESTS") == "1" or "risk_e2e" in (
-        config.option.markexpr or ""
-    ):
-        return
-    skip = pytest.mark.skip(
-        reason="minutes long: run with -m risk_e2e or PULSAR_AUDIT_LONG_TESTS=1"
-    )
-    for item in items:
-        if "risk_e2e" in item.keywords:
-            item.add_marker(skip)

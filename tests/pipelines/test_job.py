@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from pipeline_events import ack, at, bronze, end, receive, send
 from pyspark.sql import functions as F
 
@@ -45,6 +46,8 @@ def _snapshot(lakehouse: Lakehouse) -> dict[str, list]:
     return {t: sorted(map(tuple, lakehouse.read(t).collect()), key=repr) for t in GOLD}
 
 
+# long tier; in the default run: tests/e2e/test_analyze_e2e.py (every anomaly, twice identically)
+@pytest.mark.long
 def test_run_pipeline_twice_gives_identical_gold(spark, lakehouse: Lakehouse, config):
     _ingest(spark, lakehouse, [*_events("r1"), *_events("r2")], "i1")
     assert run_pipeline(lakehouse, config) == ["r1", "r2"]

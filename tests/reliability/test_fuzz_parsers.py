@@ -81,6 +81,9 @@ def write_lines(path: Path, lines: list[bytes], huge: list[bytes]) -> Path:
     return path
 
 
+# long tier; in the default run: test_trace_parser_quarantines_every_hostile_line and
+# tests/test_side_by_side.py (which inputs get generated code)
+@pytest.mark.long
 def test_the_trace_parse_with_generated_code_is_the_interpreted_parse(spark, tmp_path: Path):
     """A small input is parsed interpreted, a larger one with generated code
     (pulsar_audit.spark.for_input): both give every hostile line the same fields, extra and

@@ -24,9 +24,14 @@ SIMULATED_RUN = "sim-unload"
 ONE_MESSAGE_RUN = "one-message"
 HOURS_RUN = "three-hours"
 HOURS_SENDS = 1080  # one every 10 s for 3 h
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh installs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh installs it)"
+    ),
+    # long tier (four runs analyzed and drawn); in the default run: tests/serve/test_report.py
+    # (Chromium draws both charts, the outage bands and the unload marker)
+    pytest.mark.long,
+]
 
 
 def _cli(spark: SparkSession, *args: str) -> None:

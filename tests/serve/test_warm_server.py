@@ -126,6 +126,8 @@ def test_stop_ends_the_server_and_a_question_then_answers_cold(server, capsys):
     assert not socket_path(root).exists()
 
 
+# long tier; in the default run: test_stop_ends_the_server_and_a_question_then_answers_cold
+@pytest.mark.long
 def test_an_idle_server_stops_itself(tmp_path):
     root = tmp_path / "lh"
     done = _cli("server", "start", "--lakehouse", str(root), "--idle-timeout", "2", "--json")

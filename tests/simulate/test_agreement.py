@@ -1,10 +1,16 @@
 """The correctness suite: `analyze` on one small simulated run per scenario must report exactly
-the truth file's counts, anomaly blocks and outages."""
+the truth file's counts, anomaly blocks and outages.
+
+The default run simulates and checks DEFAULT_RUNS, one per kind of finding (a clean run with
+reordered callbacks, an unload's outage, duplicates from a failover retry with Shared and
+Failover consumers, acked loss, Key_Shared's ordering bug, Failover's overlap); the long tier
+(`-m long`, PULSAR_AUDIT_LONG_TESTS=1) runs the whole SUITE and checks its coverage."""
 
 from __future__ import annotations
 
 import pytest
 from agreement import disagreements
+from opt_in import long_tier_on
 
 from jobs.analyze import analyze
 from pulsar_audit.delta_io import Lakehouse
@@ -82,11 +88,20 @@ SUITE = {
         "failover_bug": "overlap",
     },
 }
+DEFAULT_RUNS = (
+    "control",
+    "unload",
+    "isolate-broker",
+    "kill-qw-bookies",
+    "key-shared-reorder",
+    "failover-overlap",
+)
 
 
 @pytest.fixture(scope="module")
-def simulated(spark, tmp_path_factory: pytest.TempPathFactory):
-    """Every suite run simulated under one folder, then one `analyze` over all of them."""
+def simulated(spark, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """The suite's runs (all of them in the long tier) simulated under one folder, then one
+    `analyze` over all of them."""
     from pulsar_audit.config import load_config
 
     root = tmp_path_factory.mktemp("simulated")
@@ -94,7 +109,8 @@ def simulated(spark, tmp_path_factory: pytest.TempPathFactory):
     lakehouse = Lakehouse(spark, config)
     lakehouse.create_all()
     truths = {}
-    for run_id, options in SUITE.items():
+    chosen = SUITE if long_tier_on(request.config) else {r: SUITE[r] for r in DEFAULT_RUNS}
+    for run_id, options in chosen.items():
         scenario = scenario_from({**SMALL, **options, "run_id": f"suite-{run_id}"})
         truths[run_id] = simulate_run(
             spark,
@@ -108,13 +124,16 @@ def simulated(spark, tmp_path_factory: pytest.TempPathFactory):
     return truths, report
 
 
-@pytest.mark.parametrize("run_id", list(SUITE))
+@pytest.mark.parametrize(
+    "run_id", [r if r in DEFAULT_RUNS else pytest.param(r, marks=pytest.mark.long) for r in SUITE]
+)
 def test_analyze_agrees_with_the_truth(simulated, run_id: str):
     truths, report = simulated
     found = disagreements(report, truths[run_id])
     assert found == [], "\n".join(found)
 
 
+@pytest.mark.long
 def test_the_suite_covers_the_protocol_paths(simulated):
     """The truth itself has the shapes each scenario is for (so agreement is not vacuous)."""
     truths, _ = simulated
@@ -171,6 +190,7 @@ def test_the_suite_covers_the_protocol_paths(simulated):
     assert recovery and not any(r["re_replicable"] for r in recovery)  # Qa = 1 after a loss
 
 
+@pytest.mark.long
 def test_the_suite_covers_the_subscription_types(simulated):
     """Key_Shared clean and with the injected bug, Failover with two active consumers."""
     truths, _ = simulated
