@@ -1,9 +1,11 @@
 """What bench.run measures for its flags: the sizes and forms, where the 1 % increment goes,
-and the 10⁸ run's peak RSS against issue 24's 8 GB bound."""
+the 10⁸ run's peak RSS against issue 24's 8 GB bound, and the examples' small increment."""
 
 from __future__ import annotations
 
-from bench.run import parse_args, render, size_plan
+import json
+
+from bench.run import LATE_RECORDS, parse_args, render, size_plan, write_late_receive
 
 
 def test_default_sizes_run_in_every_form_without_an_increment():
@@ -56,3 +58,25 @@ def test_the_1e8_run_prints_its_peak_rss_against_8_gb():
     assert "9.25 GB, OVER the 8 GB bound" in render(_results(100_000_000, 9.25))
     assert "peak RSS (process tree)" not in render(_results(10_000, 9.25))
     assert "peak RSS (process tree)" not in render(_results(100_000_000, 9.25, "killed"))
+
+
+def test_the_fixed_costs_print_what_a_small_increment_costs_beside_the_whole(tmp_path):
+    late = write_late_receive(tmp_path)
+    records = [json.loads(line) for line in (late / "late-reader.jsonl").read_text().splitlines()]
+    assert len(records) == LATE_RECORDS
+    assert {(r["run_id"], r["subscription"], r["event"]) for r in records} == {
+        ("synthetic-faults", "late", "receive"),
+        ("synthetic-faults", "late", "end"),
+    }
+    fixed = {"wall_s": 60.0, "cpu_s": 90.0, "peak_rss_gb": 2.0, "vs_bare": 3.0}
+    results = _results(10_000, 3.0)
+    results["fixed"] = {
+        "examples_new": fixed,
+        "examples_increment": {**fixed, "wall_s": 63.0, "vs_examples_new": 1.05},
+    }
+    assert (
+        "examples_increment: 2 records added to the examples' lakehouse cost 1.05 × its whole "
+        "analyze (examples_new)"
+    ) in render(results)
+    del results["fixed"]["examples_increment"]
+    assert "examples_increment" not in render(results)
