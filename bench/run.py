@@ -55,6 +55,7 @@ def write_late_receive(folder: Path) -> Path:
         {**LATE_RECEIVE, **receive, "ts": 1_741_082_409_000, "event_index": 0},
         {**LATE_RECEIVE, "event": "end", "ts": 1_741_082_409_100, "event_index": 1},
     ]
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "late-reader.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return folder
 

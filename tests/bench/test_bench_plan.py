@@ -61,7 +61,7 @@ def test_the_1e8_run_prints_its_peak_rss_against_8_gb():
 
 
 def test_the_fixed_costs_print_what_a_small_increment_costs_beside_the_whole(tmp_path):
-    late = write_late_receive(tmp_path)
+    late = write_late_receive(tmp_path / "new" / "folder")
     records = [json.loads(line) for line in (late / "late-reader.jsonl").read_text().splitlines()]
     assert len(records) == LATE_RECORDS
     assert {(r["run_id"], r["subscription"], r["event"]) for r in records} == {
