@@ -35,6 +35,19 @@ from pulsar_audit.config import CONF_DIR_VAR, DEFAULT_ENV, ENV_VAR, default_conf
 from pulsar_audit.jvm_archive import ARCHIVE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
+PYTHON = str(REPO / ".venv" / "bin" / "python")
+CLI = str(REPO / ".venv" / "bin" / "pulsar-audit")
+PRODUCT_DIRS = (
+    "pulsar_audit",
+    "ingest",
+    "checks",
+    "pipelines",
+    "serve",
+    "jobs",
+    "simulate",
+    "conf",
+)
+
 # A second subscription of the examples' synthetic run that received seq 51, then ended: the
 # small increment the fixed costs add to the examples' lakehouse (one run recomputed).
 LATE_RECEIVE = {
@@ -58,20 +71,6 @@ def write_late_receive(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "late-reader.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return folder
-
-
-PYTHON = str(REPO / ".venv" / "bin" / "python")
-CLI = str(REPO / ".venv" / "bin" / "pulsar-audit")
-PRODUCT_DIRS = (
-    "pulsar_audit",
-    "ingest",
-    "checks",
-    "pipelines",
-    "serve",
-    "jobs",
-    "simulate",
-    "conf",
-)
 
 
 def _size(text: str) -> tuple[str, int]:

@@ -13,6 +13,7 @@ from in_process_cli import cli_in_process
 from json_schema_check import validate as _validate
 from serve_examples import SYNTHETIC_RUN
 
+from bench.run import write_late_receive
 from pulsar_audit.config import AlertsConfig, FileSinkConfig, SinkConfig, load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
@@ -72,19 +73,6 @@ def test_an_unknown_message_names_what_was_asked(examples_lakehouse) -> None:
         _life(examples_lakehouse, 5000)
 
 
-def _late_receive(folder: Path) -> None:
-    """A second subscription that did receive seq 51 (and read to the end)."""
-    base = {"run_id": SYNTHETIC_RUN, "topic": TOPIC, "role": "consumer", "client": "late-1",
-            "partition": -1, "subscription": "late"}  # fmt: skip
-    events = [
-        {**base, "event": "receive", "seq": 51, "producer": "p1", "ledger_id": 10,
-         "entry_id": 51, "ts": 1741082409000, "event_index": 0},
-        {**base, "event": "end", "ts": 1741082409100, "event_index": 1},
-    ]  # fmt: skip
-    folder.mkdir()
-    (folder / "late-reader.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-
-
 def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_path: Path) -> None:
     from jobs.analyze import analyze
 
@@ -95,7 +83,7 @@ def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_
     before_version = lakehouse.version("anomalies")
     before = _life(lakehouse, 51)
 
-    _late_receive(tmp_path / "late")
+    write_late_receive(tmp_path / "late")  # a second subscription received seq 51
     # With a sink configured, analyze also raises and sends the alerts.
     sink = SinkConfig(name="file", file=FileSinkConfig(path=str(tmp_path / "alerts.jsonl")))
     with_sink = dataclasses.replace(config, alerts=AlertsConfig(sinks=[sink]))
