@@ -19,7 +19,7 @@ from jobs import receipt
 from jobs.context import Context
 from jobs.ingest import ingest_inputs
 from jobs.stages import Progress, stage
-from pipelines.causes_job import CAUSE_OUTPUTS, refresh_causes
+from pipelines.causes_job import CAUSE_OUTPUTS, causes_current, causes_scope, refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.runs_job import PIPELINE_VERSION, run_pipeline
 from pulsar_audit.config import Config
@@ -57,7 +57,8 @@ def refresh_gold(
     progress: Progress | None = None,
     ingested: Ingested | None = None,
 ) -> list[str]:
-    """Recompute changed runs, rebuild the infrastructure timeline, rank every finding's causes.
+    """Recompute changed runs, rebuild the infrastructure timeline, rank the findings' causes
+    (every finding's, or only the recomputed runs' when nothing else can have changed them).
 
     Each of the three is skipped when its inputs did not change. ingested: what this job has
     just taken in (its stages then know their inputs changed without comparing versions).
@@ -70,6 +71,9 @@ def refresh_gold(
     ):
         log.info("gold: no input changed since the last analyze, nothing to recompute")
         return []
+
+    # before the pipeline replaces any finding: were every finding's causes current?
+    ranked_before = causes_current(lakehouse, config)
 
     def pipeline() -> list[str]:
         with stage("pipeline", progress):
@@ -84,7 +88,8 @@ def refresh_gold(
     # what the correlation does not change is complete: committed while it runs
     lakehouse.commit_behind([t for t in lakehouse.pending() if t not in CAUSE_OUTPUTS])
     with stage("causes", progress):
-        refresh_causes(lakehouse, config, changed=bool(recomputed) or rebuilt)
+        runs = causes_scope(ranked_before, rebuilt, recomputed)
+        refresh_causes(lakehouse, config, changed=bool(recomputed) or rebuilt, runs=runs)
     lakehouse.record_stage("gold", lambda: gold_inputs(lakehouse, config))
     return recomputed
 

@@ -1,4 +1,11 @@
-"""The correlation job: rank causes for every gold anomaly and outage from silver.infra_events."""
+"""The correlation job: rank causes for gold anomalies and outages from silver.infra_events.
+
+Every finding's causes are ranked when the timeline or the settings changed, or when the
+causes were not current before the job (a new lakehouse; a job killed between its pipeline
+and its correlation, whose next job ranks everything again). Otherwise only the findings of
+the runs the job recomputed can have new causes, and only they are ranked (`causes_scope`):
+a late file of one run costs the ranking of that run, not of the whole lakehouse.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import logging
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from pipelines.correlate import cause_rules, findings_of, rank_causes, with_causes
 from pulsar_audit.config import Config
@@ -20,36 +28,65 @@ CAUSE_INPUTS = ("anomalies", "outages", "infra_events")
 CAUSE_OUTPUTS = ("anomalies", "outages")
 
 
-def refresh_causes(lakehouse: Lakehouse, config: Config, changed: bool = False) -> bool:
+def causes_fingerprint(lakehouse: Lakehouse, config: Config) -> str:
+    """What every finding's causes are ranked from: the findings' and the timeline's table
+    versions and the correlation's settings."""
+    pipeline = config.pipeline
+    versions = sorted(lakehouse.versions(CAUSE_INPUTS).items())
+    return f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{versions}"
+
+
+def causes_current(lakehouse: Lakehouse, config: Config) -> bool:
+    """Whether every finding's causes are ranked from the lakehouse as it is now."""
+    return lakehouse.stage_is_current("causes", causes_fingerprint(lakehouse, config))
+
+
+def causes_scope(current_before: bool, rebuilt: bool, recomputed: list[str]) -> list[str] | None:
+    """The runs whose findings a job must rank (None: every finding).
+
+    current_before: the causes were current before the job recomputed anything; rebuilt: the
+    job rebuilt the infrastructure timeline; recomputed: the runs whose findings it replaced.
+    With the causes current before and the timeline kept, the other runs' findings and
+    everything they are ranked from are as they were.
+    """
+    return list(recomputed) if current_before and not rebuilt else None
+
+
+def refresh_causes(
+    lakehouse: Lakehouse,
+    config: Config,
+    changed: bool = False,
+    runs: list[str] | None = None,
+) -> bool:
     """Rank causes unless findings and infrastructure events are as they were; True if ranked.
 
     changed: the job has just recomputed findings or the timeline (no need to compare).
+    runs: rank only these runs' findings (`causes_scope`); None: every finding.
     """
-    pipeline = config.pipeline
-
-    def fingerprint() -> str:
-        versions = sorted(lakehouse.versions(CAUSE_INPUTS).items())
-        return f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{versions}"
-
-    if not changed and lakehouse.stage_is_current("causes", fingerprint()):
+    if not changed and causes_current(lakehouse, config):
         log.info("causes: findings and infrastructure events unchanged, causes kept")
         return False
     if not lakehouse.written("infra_events"):
         log.info("causes: no infrastructure timeline, every finding keeps an empty cause list")
         return False
-    attach_causes(lakehouse, config)
-    lakehouse.record_stage("causes", fingerprint)
+    attach_causes(lakehouse, config, runs)
+    lakehouse.record_stage("causes", lambda: causes_fingerprint(lakehouse, config))
     return True
 
 
-def attach_causes(lakehouse: Lakehouse, config: Config) -> None:
-    """Recompute `causes` of all findings; only rows whose causes changed are rewritten.
+def attach_causes(lakehouse: Lakehouse, config: Config, runs: list[str] | None = None) -> None:
+    """Recompute `causes` of all findings (or of `runs`' findings); only rows whose causes
+    changed are rewritten.
 
     Findings are blocks and stretches, not messages, so this stays small; running it again
     with the same inputs changes nothing.
     """
     anomalies = lakehouse.read("anomalies")
     outages = lakehouse.read("outages")
+    if runs is not None:
+        log.info("causes: ranking the findings of %d recomputed run(s) only", len(runs))
+        anomalies = anomalies.filter(F.col("run_id").isin(runs))
+        outages = outages.filter(F.col("run_id").isin(runs))
     ranked = rank_causes(
         findings_of(anomalies, outages),
         lakehouse.read("infra_events"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -73,7 +74,14 @@ def test_an_unknown_message_names_what_was_asked(examples_lakehouse) -> None:
         _life(examples_lakehouse, 5000)
 
 
-def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_path: Path) -> None:
+def _outage_causes(lakehouse: Lakehouse) -> dict[str, list[str]]:
+    rows = lakehouse.read("outages").collect()
+    return {r.outage_id: [c.event_type for c in r.causes] for r in rows}
+
+
+def test_as_of_answers_from_before_a_rerun_changed_gold(
+    examples_lakehouse, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from jobs.analyze import analyze
 
     root = tmp_path / "lh"
@@ -82,12 +90,19 @@ def test_as_of_answers_from_before_a_rerun_changed_gold(examples_lakehouse, tmp_
     lakehouse = Lakehouse(examples_lakehouse.spark, config)
     before_version = lakehouse.version("anomalies")
     before = _life(lakehouse, 51)
+    causes_before = _outage_causes(lakehouse)  # the unload run's outages and their causes
+    assert any(causes_before.values())
 
     write_late_receive(tmp_path / "late")  # a second subscription received seq 51
     # With a sink configured, analyze also raises and sends the alerts.
     sink = SinkConfig(name="file", file=FileSinkConfig(path=str(tmp_path / "alerts.jsonl")))
     with_sink = dataclasses.replace(config, alerts=AlertsConfig(sinks=[sink]))
-    result = analyze(lakehouse, with_sink, tmp_path / "late")
+    with caplog.at_level(logging.INFO, logger="pipelines.causes_job"):
+        result = analyze(lakehouse, with_sink, tmp_path / "late")
+    # Only the synthetic run was recomputed, so only its findings were ranked (the timeline is
+    # the same); the unload run's outages keep their causes.
+    assert "ranking the findings of 1 recomputed run(s) only" in caplog.text
+    assert _outage_causes(lakehouse) == causes_before
     printed = io.StringIO()
     print_json(result, printed)  # as `analyze --json` prints it
     _validate(json.loads(printed.getvalue()), "analyze")

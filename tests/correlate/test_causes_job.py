@@ -1,0 +1,85 @@
+"""The correlation job on real Delta tables: which findings a job ranks, and what it leaves."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from pipelines.causes_job import attach_causes, causes_current, causes_scope, refresh_causes
+from pulsar_audit.schemas import INFRA_EVENTS, OUTAGES
+
+T0 = datetime(2025, 3, 4, 10, 0, 0)
+TOPIC = "persistent://public/default/orders"
+BUNDLE = "public/default/0x40000000_0x80000000"
+
+
+def _outage(outage_id: str, run_id: str) -> dict:
+    end = T0 + timedelta(milliseconds=350)
+    return {
+        "outage_id": outage_id, "run_id": run_id, "topic": TOPIC, "partition": -1,
+        "producer": "p1", "start": T0, "end": end, "duration_ms": 350.0, "in_flight": 3,
+        "backoff_step": 2, "explanation": "producer p1 had 3 message(s) in flight", "causes": [],
+    }  # fmt: skip
+
+
+def _unload() -> dict:
+    at = T0 - timedelta(milliseconds=10)
+    row = {f.name: None for f in INFRA_EVENTS.fields}
+    return {
+        **row, "event_id": "e1", "ts": at, "corrected_ts": at, "clock": "corrected",
+        "host": "broker-1", "source": "broker", "event_type": "bundle_unload_started",
+        "bundle": BUNDLE, "raw": "raw", "source_file": "broker.log", "line_number": 1,
+    }  # fmt: skip
+
+
+def _causes(lakehouse) -> dict[str, list[str]]:  # noqa: ANN001
+    rows = lakehouse.read("outages").collect()
+    return {r.outage_id: [c.event_type for c in r.causes] for r in rows}
+
+
+@pytest.fixture
+def two_runs(lakehouse, config):  # noqa: ANN001, ANN201
+    """Run a's and run b's outage at the time of an unload of their topic's bundle, not ranked."""
+    spark = lakehouse.spark
+    lakehouse.create_all()
+    lakehouse.append(
+        "outages", spark.createDataFrame([_outage("oa", "a"), _outage("ob", "b")], OUTAGES)
+    )
+    lakehouse.append("infra_events", spark.createDataFrame([_unload()], INFRA_EVENTS))
+    return lakehouse
+
+
+def test_a_scoped_ranking_touches_only_the_runs_given(two_runs, config) -> None:  # noqa: ANN001
+    attach_causes(two_runs, config, runs=["a"])
+    assert _causes(two_runs) == {"oa": ["bundle_unload_started"], "ob": []}
+    attach_causes(two_runs, config)  # every finding
+    assert _causes(two_runs) == {"oa": ["bundle_unload_started"], "ob": ["bundle_unload_started"]}
+
+
+def test_causes_are_current_only_after_a_complete_ranking(two_runs, config) -> None:  # noqa: ANN001
+    assert not causes_current(two_runs, config)  # never ranked
+    assert refresh_causes(two_runs, config, runs=None)
+    assert causes_current(two_runs, config)
+    # a pipeline replaced run a's findings (a job killed before its correlation): not current
+    two_runs.replace_runs(
+        "outages", two_runs.spark.createDataFrame([_outage("oa", "a")], OUTAGES), ["a"]
+    )
+    assert not causes_current(two_runs, config)
+    assert _causes(two_runs) == {"oa": [], "ob": ["bundle_unload_started"]}
+    # nothing changed since: refresh_causes compares and skips
+    assert refresh_causes(two_runs, config, runs=None)
+    assert not refresh_causes(two_runs, config)
+
+
+@pytest.mark.parametrize(
+    ("current_before", "rebuilt", "expected"),
+    [
+        (True, False, ["a"]),  # only run a's findings were replaced
+        (False, False, None),  # a new lakehouse, or a job killed before its correlation
+        (True, True, None),  # a new timeline can give any finding new causes
+        (False, True, None),
+    ],
+)
+def test_causes_scope(current_before: bool, rebuilt: bool, expected) -> None:  # noqa: ANN001
+    assert causes_scope(current_before, rebuilt, ["a"]) == expected
