@@ -44,7 +44,13 @@ from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
 from pulsar_audit.delta_log import local_table_state
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import LIVE_STATE_TABLES
-from pulsar_audit.spark import release, same_keys, side_by_side_bounded, spark_stage
+from pulsar_audit.spark import (
+    observed_metrics,
+    release,
+    same_keys,
+    side_by_side_bounded,
+    spark_stage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +195,7 @@ class DeferredLakehouse(Lakehouse):
             observed, F.count(F.lit(1)).alias("rows"), F.sum(outside).alias("outside")
         )
         kept = kept.localCheckpoint(eager=True)
-        counts = observed.get
+        counts = observed_metrics(observed, "rows", "outside")
         if counts.get("outside"):
             release(kept)
             raise ValueError(

@@ -27,7 +27,7 @@ from pulsar_audit.delta_log import (
 from pulsar_audit.errors import EnvironmentProblem
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import TABLES, TableSpec
-from pulsar_audit.spark import same_keys
+from pulsar_audit.spark import observed_metrics, same_keys
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -99,18 +99,27 @@ class Lakehouse:
         # one job at a time creates a local lakehouse's tables: `create` may then clear what
         # an interrupted creation left without a commit (see `delta_log.clear_uncommitted_log`)
         lock = self.exclusive("create") if missing else nullcontext()
+        # the session's settings read once, not once per table (a py4j round trip per setting)
+        defaults = bool(missing) and self._property_defaults()
         with lock, ThreadPoolExecutor(max_workers=threads) as pool:
-            created = list(pool.map(self.create, names))
+            created = list(pool.map(lambda name: self.create(name, defaults), names))
         return [
             {"table": name, "location": self.location(name), "created": made}
             for name, made in zip(names, created, strict=True)
         ]
 
-    def create(self, table: str) -> bool:
+    def create(self, table: str, property_defaults: bool | None = None) -> bool:
+        """Create `table` if it does not exist; True if created.
+
+        property_defaults: whether the session sets default table properties, when the
+        caller has read it already (see `_property_defaults`).
+        """
         spec = self.spec(table)
         if self.exists(table):
             return False
-        if self.config.storage == "path" and not self._property_defaults():
+        if property_defaults is None:
+            property_defaults = self._property_defaults()
+        if self.config.storage == "path" and not property_defaults:
             # the first commit written directly, as Delta's CREATE TABLE writes it: no Spark
             # job (23 of them cost a new lakehouse about 13 s on 2 cores)
             made = self._retry(
@@ -368,7 +377,7 @@ class Lakehouse:
                 writer.save(self.location(table))
             else:
                 writer.saveAsTable(self.location(table))
-            return int(written.get.get("rows", 0))
+            return int(observed_metrics(written, "rows")["rows"] or 0)
 
         rows = self._retry(table, mode, write)
         log.info("%s: wrote %d rows (%s)", table, rows, mode)
