@@ -19,7 +19,7 @@ from jobs import receipt
 from jobs.context import Context
 from jobs.ingest import ingest_inputs
 from jobs.stages import Progress, stage
-from pipelines.causes_job import CAUSE_OUTPUTS, causes_current, causes_scope, refresh_causes
+from pipelines.causes_job import CAUSE_OUTPUTS, CausesBefore, causes_scope, refresh_causes
 from pipelines.infra_events import patterns_fingerprint, refresh_infra_events
 from pipelines.runs_job import PIPELINE_VERSION, run_pipeline
 from pulsar_audit.config import Config
@@ -73,7 +73,7 @@ def refresh_gold(
         return []
 
     # before the pipeline replaces any finding: were every finding's causes current?
-    ranked_before = causes_current(lakehouse, config)
+    before = CausesBefore.seen(lakehouse, config)
 
     def pipeline() -> list[str]:
         with stage("pipeline", progress):
@@ -88,7 +88,8 @@ def refresh_gold(
     # what the correlation does not change is complete: committed while it runs
     lakehouse.commit_behind([t for t in lakehouse.pending() if t not in CAUSE_OUTPUTS])
     with stage("causes", progress):
-        runs = causes_scope(ranked_before, rebuilt, recomputed)
+        current = before.current and before.alone_since(lakehouse)
+        runs = causes_scope(current, rebuilt, recomputed)
         refresh_causes(lakehouse, config, changed=bool(recomputed) or rebuilt, runs=runs)
     lakehouse.record_stage("gold", lambda: gold_inputs(lakehouse, config))
     return recomputed

@@ -3,7 +3,8 @@
 Every finding's causes are ranked when the timeline or the settings changed, or when the
 causes were not current before the job (a new lakehouse; a job killed between its pipeline
 and its correlation, whose next job ranks everything again). Otherwise only the findings of
-the runs the job recomputed can have new causes, and only they are ranked (`causes_scope`):
+the runs the job recomputed can have new causes, and only they are ranked (`causes_scope`),
+unless another job wrote findings or the timeline meanwhile (`CausesBefore.alone_since`):
 a late file of one run costs the ranking of that run, not of the whole lakehouse.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -28,12 +30,14 @@ CAUSE_INPUTS = ("anomalies", "outages", "infra_events")
 CAUSE_OUTPUTS = ("anomalies", "outages")
 
 
-def causes_fingerprint(lakehouse: Lakehouse, config: Config) -> str:
+def causes_fingerprint(
+    lakehouse: Lakehouse, config: Config, versions: dict[str, int] | None = None
+) -> str:
     """What every finding's causes are ranked from: the findings' and the timeline's table
-    versions and the correlation's settings."""
+    versions (`versions`, else as they are now) and the correlation's settings."""
     pipeline = config.pipeline
-    versions = sorted(lakehouse.versions(CAUSE_INPUTS).items())
-    return f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{versions}"
+    versions = lakehouse.versions(CAUSE_INPUTS) if versions is None else versions
+    return f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{sorted(versions.items())}"
 
 
 def causes_current(lakehouse: Lakehouse, config: Config) -> bool:
@@ -41,13 +45,37 @@ def causes_current(lakehouse: Lakehouse, config: Config) -> bool:
     return lakehouse.stage_is_current("causes", causes_fingerprint(lakehouse, config))
 
 
+@dataclass(frozen=True)
+class CausesBefore:
+    """What a job saw of the causes' inputs before recomputing anything: whether every
+    finding's causes were current, the inputs' committed versions and its own commits then."""
+
+    current: bool
+    versions: dict[str, int]
+    own: dict[str, int]
+
+    @classmethod
+    def seen(cls, lakehouse: Lakehouse, config: Config) -> CausesBefore:
+        versions = lakehouse.committed_versions(CAUSE_INPUTS)
+        own = lakehouse.commit_counts(CAUSE_INPUTS)
+        fingerprint = causes_fingerprint(lakehouse, config, versions)
+        return cls(lakehouse.stage_is_current("causes", fingerprint), versions, own)
+
+    def alone_since(self, lakehouse: Lakehouse) -> bool:
+        """Whether the inputs moved only by this job's own commits since (another job's
+        pipeline may have replaced findings it has not ranked yet, or never will)."""
+        now = lakehouse.committed_versions(CAUSE_INPUTS)
+        own = lakehouse.commit_counts(CAUSE_INPUTS)
+        return all(now[t] - self.versions[t] == own[t] - self.own[t] for t in CAUSE_INPUTS)
+
+
 def causes_scope(current_before: bool, rebuilt: bool, recomputed: list[str]) -> list[str] | None:
     """The runs whose findings a job must rank (None: every finding).
 
-    current_before: the causes were current before the job recomputed anything; rebuilt: the
-    job rebuilt the infrastructure timeline; recomputed: the runs whose findings it replaced.
-    With the causes current before and the timeline kept, the other runs' findings and
-    everything they are ranked from are as they were.
+    current_before: the causes were current before the job recomputed anything, and no other
+    job has written findings or the timeline since; rebuilt: the job rebuilt the
+    infrastructure timeline; recomputed: the runs whose findings it replaced. Then the other
+    runs' findings and everything they are ranked from are as they were.
     """
     return list(recomputed) if current_before and not rebuilt else None
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -46,6 +48,8 @@ class Lakehouse:
         self.config = config
         self._existing: set[str] = set()
         self._verified: set[str] = set()  # tables whose schema was checked against the contract
+        self._commits: Counter[str] = Counter()  # this object's own commits per table (no create)
+        self._commits_lock = threading.Lock()
 
     # ------------------------------------------------------------------ naming
     def spec(self, table: str) -> TableSpec:
@@ -220,6 +224,17 @@ class Lakehouse:
             return local_versions(self.config, tables)
         return {t: self.version(t) if self.exists(t) else -1 for t in tables}
 
+    def committed_versions(self, tables: Iterable[str]) -> dict[str, int]:
+        """The tables' committed versions, as `versions` gives them, never committing a
+        pending write first (see pulsar_audit/deferred.py)."""
+        return Lakehouse.versions(self, tables)
+
+    def commit_counts(self, tables: Iterable[str]) -> dict[str, int]:
+        """How many commits this object has made to each table (creations aside): a table's
+        version moved by more than that was written by another job meanwhile."""
+        with self._commits_lock:
+            return {t: self._commits[t] for t in tables}
+
     def exclusive(self, name: str) -> AbstractContextManager[None]:
         """Hold the lakehouse's lock `name` (local lakehouses; a no-op on a catalog)."""
         if self.config.storage != "path":
@@ -387,6 +402,9 @@ class Lakehouse:
         """One Delta commit, retried when another job's commit conflicted with it; then the
         kill point `commit:<table>` (`create:<table>`), the crash suite's fault injection."""
         result = retry_commit(f"{table} ({self.location(table)})", what, commit)
+        if what != "create":
+            with self._commits_lock:
+                self._commits[table] += 1
         faults.point(f"{'create' if what == 'create' else 'commit'}:{table}")
         return result
 

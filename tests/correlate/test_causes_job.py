@@ -6,7 +6,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from pipelines.causes_job import attach_causes, causes_current, causes_scope, refresh_causes
+from pipelines.causes_job import (
+    CausesBefore,
+    attach_causes,
+    causes_current,
+    causes_scope,
+    refresh_causes,
+)
+from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import INFRA_EVENTS, OUTAGES
 
 T0 = datetime(2025, 3, 4, 10, 0, 0)
@@ -70,6 +77,20 @@ def test_causes_are_current_only_after_a_complete_ranking(two_runs, config) -> N
     # nothing changed since: refresh_causes compares and skips
     assert refresh_causes(two_runs, config, runs=None)
     assert not refresh_causes(two_runs, config)
+
+
+def test_a_job_sees_whether_another_wrote_findings_since(two_runs, config) -> None:  # noqa: ANN001
+    refresh_causes(two_runs, config)
+    job = Lakehouse(two_runs.spark, config)
+    before = CausesBefore.seen(job, config)
+    assert before.current
+    # the job's own pipeline replaces run a's findings: still alone
+    job.replace_runs("outages", job.spark.createDataFrame([_outage("oa", "a")], OUTAGES), ["a"])
+    assert before.alone_since(job)
+    # another job replaces run b's findings meanwhile (and is killed before ranking them)
+    other = Lakehouse(two_runs.spark, config)
+    other.replace_runs("outages", job.spark.createDataFrame([_outage("ob", "b")], OUTAGES), ["b"])
+    assert not before.alone_since(job)
 
 
 @pytest.mark.parametrize(
