@@ -90,7 +90,8 @@ def refresh_gold(
     with stage("causes", progress):
         current = before.current and before.alone_since(lakehouse)
         runs = causes_scope(current, rebuilt, recomputed)
-        refresh_causes(lakehouse, config, changed=bool(recomputed) or rebuilt, runs=runs)
+        changed = bool(recomputed) or rebuilt
+        refresh_causes(lakehouse, config, changed=changed, runs=runs, before=before)
     lakehouse.record_stage("gold", lambda: gold_inputs(lakehouse, config))
     return recomputed
 

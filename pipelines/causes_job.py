@@ -1,22 +1,28 @@
 """The correlation job: rank causes for gold anomalies and outages from silver.infra_events.
 
-Every finding's causes are ranked when the timeline or the settings changed, or when the
-causes were not current before the job (a new lakehouse; a job killed between its pipeline
-and its correlation, whose next job ranks everything again). Otherwise only the findings of
-the runs the job recomputed can have new causes, and only they are ranked (`causes_scope`),
-unless another job wrote findings or the timeline meanwhile (`CausesBefore.alone_since`):
-a late file of one run costs the ranking of that run, not of the whole lakehouse.
+Every finding's causes are ranked when the timeline, the settings or the ranking's code
+changed, or when the causes were not current before the job (a new lakehouse; a job killed
+between its pipeline and its correlation, whose next job ranks everything again). Otherwise
+only the findings of the runs the job recomputed can have new causes, and only they are
+ranked (`causes_scope`): a late file of one run costs the ranking of that run, not of the
+whole lakehouse. Another job writing findings or the timeline beside it (a `watch`'s
+reconciliation, a concurrent pipeline) makes the job rank everything
+(`CausesBefore.alone_since`), and a ranking is recorded as current only if no other job wrote
+them until its own commits were done (`CausesBefore.fingerprint_after`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from pipelines import correlate
 from pipelines.correlate import cause_rules, findings_of, rank_causes, with_causes
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
@@ -30,14 +36,22 @@ CAUSE_INPUTS = ("anomalies", "outages", "infra_events")
 CAUSE_OUTPUTS = ("anomalies", "outages")
 
 
+# The ranking's own code (rules, windows, order): a change of it ranks every finding again.
+RANKING_CODE = hashlib.sha256(Path(correlate.__file__).read_bytes()).hexdigest()[:16]
+# Recorded instead of a fingerprint when another job wrote findings or the timeline while this
+# one ranked: matches no lakehouse, so the next job ranks every finding.
+NOT_CURRENT = "not current: another job wrote findings or the timeline during the ranking"
+
+
 def causes_fingerprint(
     lakehouse: Lakehouse, config: Config, versions: dict[str, int] | None = None
 ) -> str:
     """What every finding's causes are ranked from: the findings' and the timeline's table
-    versions (`versions`, else as they are now) and the correlation's settings."""
+    versions (`versions`, else as they are now), the correlation's settings and code."""
     pipeline = config.pipeline
     versions = lakehouse.versions(CAUSE_INPUTS) if versions is None else versions
-    return f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{sorted(versions.items())}"
+    settings = f"{pipeline.cause_before_ms};{pipeline.cause_after_ms};{RANKING_CODE}"
+    return f"{settings};{sorted(versions.items())}"
 
 
 def causes_current(lakehouse: Lakehouse, config: Config) -> bool:
@@ -61,12 +75,24 @@ class CausesBefore:
         fingerprint = causes_fingerprint(lakehouse, config, versions)
         return cls(lakehouse.stage_is_current("causes", fingerprint), versions, own)
 
-    def alone_since(self, lakehouse: Lakehouse) -> bool:
+    def alone_since(self, lakehouse: Lakehouse, now: dict[str, int] | None = None) -> bool:
         """Whether the inputs moved only by this job's own commits since (another job's
-        pipeline may have replaced findings it has not ranked yet, or never will)."""
-        now = lakehouse.committed_versions(CAUSE_INPUTS)
+        pipeline may have replaced findings it has not ranked yet, or never will).
+
+        now: the committed versions, read by the caller before this call.
+        """
+        now = lakehouse.committed_versions(CAUSE_INPUTS) if now is None else now
         own = lakehouse.commit_counts(CAUSE_INPUTS)
         return all(now[t] - self.versions[t] == own[t] - self.own[t] for t in CAUSE_INPUTS)
+
+    def fingerprint_after(self, lakehouse: Lakehouse, config: Config) -> str:
+        """The fingerprint a ranking records once its job has committed: the versions then,
+        or NOT_CURRENT when another job wrote the inputs since the job's first look."""
+        now = lakehouse.committed_versions(CAUSE_INPUTS)
+        if not self.alone_since(lakehouse, now):
+            log.info("causes: another job wrote findings or the timeline meanwhile")
+            return NOT_CURRENT
+        return causes_fingerprint(lakehouse, config, now)
 
 
 def causes_scope(current_before: bool, rebuilt: bool, recomputed: list[str]) -> list[str] | None:
@@ -85,11 +111,14 @@ def refresh_causes(
     config: Config,
     changed: bool = False,
     runs: list[str] | None = None,
+    before: CausesBefore | None = None,
 ) -> bool:
     """Rank causes unless findings and infrastructure events are as they were; True if ranked.
 
     changed: the job has just recomputed findings or the timeline (no need to compare).
     runs: rank only these runs' findings (`causes_scope`); None: every finding.
+    before: what the job saw before recomputing: the ranking is recorded as current only if
+    no other job wrote the inputs since (else the next job ranks every finding).
     """
     if not changed and causes_current(lakehouse, config):
         log.info("causes: findings and infrastructure events unchanged, causes kept")
@@ -98,7 +127,10 @@ def refresh_causes(
         log.info("causes: no infrastructure timeline, every finding keeps an empty cause list")
         return False
     attach_causes(lakehouse, config, runs)
-    lakehouse.record_stage("causes", lambda: causes_fingerprint(lakehouse, config))
+    if before is None:
+        lakehouse.record_stage("causes", lambda: causes_fingerprint(lakehouse, config))
+    else:
+        lakehouse.record_stage("causes", lambda: before.fingerprint_after(lakehouse, config))
     return True
 
 

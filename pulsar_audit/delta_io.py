@@ -230,8 +230,9 @@ class Lakehouse:
         return Lakehouse.versions(self, tables)
 
     def commit_counts(self, tables: Iterable[str]) -> dict[str, int]:
-        """How many commits this object has made to each table (creations aside): a table's
-        version moved by more than that was written by another job meanwhile."""
+        """How many versions this object's commits have written to each table (creations
+        aside; a MERGE that changed nothing writes none): a table's version moved by more
+        than that was written by another job meanwhile."""
         with self._commits_lock:
             return {t: self._commits[t] for t in tables}
 
@@ -402,11 +403,20 @@ class Lakehouse:
         """One Delta commit, retried when another job's commit conflicted with it; then the
         kill point `commit:<table>` (`create:<table>`), the crash suite's fault injection."""
         result = retry_commit(f"{table} ({self.location(table)})", what, commit)
-        if what != "create":
+        if what != "create" and _made_a_version(result):
             with self._commits_lock:
                 self._commits[table] += 1
         faults.point(f"{'create' if what == 'create' else 'commit'}:{table}")
         return result
+
+
+def _made_a_version(result: object) -> bool:
+    """Whether a commit's result says it wrote a version: a MERGE (its metrics frame) that
+    affected no row writes none (Delta skips empty commits)."""
+    if isinstance(result, DataFrame) and "num_affected_rows" in result.columns:
+        row = result.first()
+        return row is None or bool(row["num_affected_rows"])
+    return True
 
 
 def check_contract(table: str, location: str, found: StructType, spec: TableSpec) -> None:

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from pipelines.causes_job import (
+    NOT_CURRENT,
     CausesBefore,
     attach_causes,
     causes_current,
@@ -91,6 +92,34 @@ def test_a_job_sees_whether_another_wrote_findings_since(two_runs, config) -> No
     other = Lakehouse(two_runs.spark, config)
     other.replace_runs("outages", job.spark.createDataFrame([_outage("ob", "b")], OUTAGES), ["b"])
     assert not before.alone_since(job)
+
+
+def test_a_ranking_beside_another_writer_is_not_recorded_as_current(two_runs, config) -> None:  # noqa: ANN001
+    refresh_causes(two_runs, config)
+    job = Lakehouse(two_runs.spark, config)
+    before = CausesBefore.seen(job, config)
+    refresh_causes(job, config, changed=True, runs=["a"], before=before)  # alone: recorded
+    assert causes_current(job, config)
+    before = CausesBefore.seen(job, config)
+    other = Lakehouse(two_runs.spark, config)  # a watch's reconciliation replaces run b's
+    other.replace_runs("outages", job.spark.createDataFrame([_outage("ob", "b")], OUTAGES), ["b"])
+    assert before.fingerprint_after(job, config) == NOT_CURRENT
+    refresh_causes(job, config, changed=True, runs=["a"], before=before)
+    assert not causes_current(job, config)  # so the next job ranks run b's outage too
+    assert _causes(job) == {"oa": ["bundle_unload_started"], "ob": []}
+
+
+def test_a_merge_that_changes_nothing_is_not_counted_as_a_version(two_runs) -> None:  # noqa: ANN001
+    outages = two_runs.read("outages")
+    [version] = two_runs.committed_versions(["outages"]).values()
+    [count] = two_runs.commit_counts(["outages"]).values()  # the fixture's append: 1
+    two_runs.update_changed("outages", outages, ["causes"])  # the same causes: no new version
+    assert two_runs.committed_versions(["outages"]) == {"outages": version}
+    assert two_runs.commit_counts(["outages"]) == {"outages": count}
+    longer = outages.withColumn("duration_ms", outages.duration_ms + 1)
+    two_runs.update_changed("outages", longer, ["duration_ms"])
+    assert two_runs.committed_versions(["outages"]) == {"outages": version + 1}
+    assert two_runs.commit_counts(["outages"]) == {"outages": count + 1}
 
 
 @pytest.mark.parametrize(
