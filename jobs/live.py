@@ -1,14 +1,17 @@
 """`watch`: the main job while a run is still being written (issue 29).
 
-A Spark Structured Streaming query over the landing folder notices each new trace file once
-(a file source, Auto Loader on Databricks: jobs/live_source.py; its checkpoint remembers
-which files it has handed out). Each micro-batch feeds its files through the ingest
-`analyze` runs — the checks' row rules and table checks (jobs/ingest.py) — folds their
-events into the live state and judges the runs it touched from it (jobs/live_state.py)
-into gold.provisional, whose rows go to the alert sinks once each. A run whose every
-consumer has ended is reconciled after the micro-batch that saw the end has returned
-(jobs/live_reconcile.py): its full pipeline (pipelines/runs_job.py), then each provisional
-finding confirmed by a batch finding or withdrawn. On leaving (--once, --until-idle)
+A Spark Structured Streaming query over the landing folder notices each new input file once
+(traces, logs, ZooKeeper captures; a file source, Auto Loader on Databricks:
+jobs/live_source.py; its checkpoint remembers which files it has handed out). Each
+micro-batch feeds its files through the ingest `analyze` runs — the checks' row rules and
+table checks (jobs/ingest.py) — folds their trace events into the live state and judges the
+runs it touched from it (jobs/live_state.py) into gold.provisional; logs and captures rebuild
+the infrastructure timeline, and the causes of the findings of the runs still watched are
+ranked from it (pipelines/causes_job.py); then the new rows go to the alert sinks once each.
+A run whose every consumer has ended is reconciled after the micro-batch that saw the end
+has returned (jobs/live_reconcile.py): its full pipeline (pipelines/runs_job.py), then each
+provisional finding confirmed by a batch finding or withdrawn (a confirmed one takes that
+finding's causes). On leaving (--once, --until-idle)
 `analyze` runs on the folder and the ended runs are reconciled with its findings (all runs
 with `final`).
 """
@@ -26,12 +29,15 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ingest.inputs import classify
 from jobs.analyze import analyze
-from jobs.ingest import ingest_traces
+from jobs.ingest import ingest_inputs
 from jobs.live_reconcile import ended_runs, pending_runs, record_reconciled, settle
-from jobs.live_source import trace_files
+from jobs.live_source import input_files
 from jobs.live_state import Judged, finding_ids, fold_batch, judge
 from jobs.stages import Progress, stage
+from pipelines.causes_job import attach_provisional_causes
+from pipelines.infra_events import refresh_infra_events
 from pipelines.runs_job import run_pipeline
 from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
@@ -124,16 +130,21 @@ class Watch:
                     job = DeferredLakehouse(self.lakehouse)
                     try:
                         with self.lakehouse.exclusive("ingest"):
-                            judged = self._take_in(job, files, batch_id)
+                            judged, rebuilt = self._take_in(job, files, batch_id)
                             with stage("commit", self.progress):
                                 job.commit()
                     finally:
                         job.release()
                 else:
-                    judged = self._take_in(self.lakehouse, files, batch_id)
-                if judged.runs:  # on what is committed: a finding or a send is never deferred
+                    judged, rebuilt = self._take_in(self.lakehouse, files, batch_id)
+                # on what is committed: a finding or a send is never deferred
+                if judged.runs:
                     with stage("provisional findings", self.progress):
                         judge(self.lakehouse, judged, batch_id)
+                if judged.runs or rebuilt:  # new findings, or new events to explain them
+                    with stage("causes", self.progress):
+                        attach_provisional_causes(self.lakehouse, self.config)
+                if judged.runs:
                     with stage("alerts", self.progress):
                         alert(self.lakehouse, self.config, judged.runs)
             self.done.batches += 1
@@ -145,18 +156,27 @@ class Watch:
                 self.after_batch(batch_id, [f.path for f in files], judged.runs)
             self._last_active = time.monotonic()
 
-    def _take_in(self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int) -> Judged:
-        """Ingest a micro-batch's files and fold their events into the live state."""
-        with stage("ingest traces", self.progress):
-            # the table checks judge the runs whole: an incremental form measured 4x
-            # slower on a 10^4 run (docs/live.md)
-            ingest_traces(lakehouse, self.path, self.progress, listed=files)
+    def _take_in(
+        self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int
+    ) -> tuple[Judged, bool]:
+        """Ingest a micro-batch's files, fold their trace events into the live state, and
+        rebuild the infrastructure timeline when logs or ZooKeeper captures came; (what the
+        fold judged, whether the timeline was rebuilt)."""
+        root = FileStore(lakehouse.spark).normalize(self.path)
+        inputs = classify(root, files, lambda f: f.path)
+        # traces beside logs and captures, as analyze ingests them; the table checks judge the
+        # runs whole: an incremental form measured 4x slower on a 10^4 run (docs/live.md)
+        _, infra = ingest_inputs(lakehouse, self.path, True, inputs, self.progress)
+        rebuilt = False
+        if infra["log_files"] + infra["zk_files"]:
+            with stage("infrastructure timeline", self.progress):
+                rebuilt = refresh_infra_events(lakehouse, changed=True)
         # the batch's runs from the files' lineage: a batch replayed after a crash, whose
         # files are ingested already, judges them again
-        paths = [f.path for f in files]
-        runs = runs_of_files(lakehouse, paths)
+        paths = [f.path for f in inputs.traces]
+        runs = runs_of_files(lakehouse, paths) if paths else []
         with stage("live state", self.progress):
-            return fold_batch(lakehouse, self.config, paths, runs, batch_id)
+            return fold_batch(lakehouse, self.config, paths, runs, batch_id), rebuilt
 
     def reconcile_pending(self) -> None:
         """Between micro-batches (none runs meanwhile): the runs the live state has ended
@@ -179,7 +199,7 @@ class Watch:
         then, leaving, reconcile with `analyze` of the folder."""
         opts = self.options
         writer = (
-            trace_files(self.lakehouse, self.path, opts.max_files, self.config.watch.source)
+            input_files(self.lakehouse, self.path, opts.max_files, self.config.watch.source)
             .writeStream.foreachBatch(self.on_batch)
             .option("checkpointLocation", opts.checkpoint)
             .queryName("pulsar-audit-watch")

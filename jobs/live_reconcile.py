@@ -60,19 +60,25 @@ def pending_runs(lakehouse: Lakehouse) -> dict[str, int]:
 def settle(lakehouse: Lakehouse, closing: dict[str, int], final: list[str]) -> None:
     """Confirm or withdraw the open provisional findings of the runs of `closing` ({run: the
     micro-batch to close them in}) against gold as it is; those of the `final` runs are all
-    settled (the run is over)."""
+    settled (the run is over). A confirmed finding then carries the causes of the batch
+    finding that confirmed it."""
     for batch_id in sorted(set(closing.values())):
         runs = [run for run, closed_in in closing.items() if closed_in == batch_id]
         of_runs = F.col("run_id").isin(runs)
         anomalies = lakehouse.read("anomalies").filter(of_runs)
+        outages = lakehouse.read("outages").filter(of_runs)
         updates = live.resolved(
             lakehouse.read("provisional").filter(of_runs),
-            live.batch_findings(anomalies, lakehouse.read("outages").filter(of_runs)),
+            live.batch_findings(anomalies, outages),
             live.as_provisional(anomalies, live.STILL_MISSING),
             F.col("run_id").isin(final),
             batch_id,
         ).collect()
         record_settled(lakehouse, updates)
+        causes = live.batch_causes(
+            lakehouse.read("provisional").filter(of_runs), anomalies, outages
+        )
+        lakehouse.update_changed("provisional", causes, ["causes"])
 
 
 def record_reconciled(lakehouse: Lakehouse, runs: dict[str, int]) -> None:

@@ -1,5 +1,6 @@
-"""`watch`'s stream of trace files: which file source lists the landing folder, with which
-options (`file_source`, pure), and the stream itself (`trace_files`).
+"""`watch`'s stream of input files — traces, logs and ZooKeeper captures, by the names
+`analyze` takes them — which file source lists the landing folder, with which options
+(`file_source`, pure), and the stream itself (`input_files`).
 
 Locally Spark's file source (`binaryFile`); on Databricks (config `watch.source:
 auto_loader`) Auto Loader (`cloudFiles` with `cloudFiles.format` binaryFile), which lists a
@@ -12,6 +13,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from ingest.logs import LOG_SUFFIXES
 from ingest.traces import TRACE_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
 
@@ -27,9 +29,11 @@ BINARY_FILE = T.StructType(
 )
 
 
-def trace_glob() -> str:
-    """The file-name filter of the trace files: `*.{jsonl,jsonl.gz,parquet}`."""
-    suffixes = ",".join(s.lstrip(".") for s in TRACE_SUFFIXES)
+def input_glob() -> str:
+    """The file-name filter of the input files: `*.{jsonl,jsonl.gz,parquet,log,log.gz,out}`
+    (ZooKeeper captures, `*.zk.jsonl`, end as traces do; which of the files are traces, logs
+    of a source or captures is decided by `ingest.inputs.classify`, as for `analyze`)."""
+    suffixes = ",".join(s.lstrip(".") for s in (*TRACE_SUFFIXES, *LOG_SUFFIXES))
     return f"*.{{{suffixes}}}"
 
 
@@ -43,22 +47,22 @@ def file_source(source: str, max_files: int) -> tuple[str, dict[str, str]]:
     """
     if source == "files":
         return "binaryFile", {
-            "pathGlobFilter": trace_glob(),
+            "pathGlobFilter": input_glob(),
             "recursiveFileLookup": "true",
             "maxFilesPerTrigger": str(max_files),
         }
     if source == "auto_loader":
         return "cloudFiles", {
             "cloudFiles.format": "binaryFile",
-            "pathGlobFilter": trace_glob(),
+            "pathGlobFilter": input_glob(),
             "cloudFiles.includeExistingFiles": "true",
             "cloudFiles.maxFilesPerTrigger": str(max_files),
         }
     raise ValueError(f"watch source {source!r}: expected 'files' or 'auto_loader'")
 
 
-def trace_files(lakehouse: Lakehouse, path: str, max_files: int, source: str) -> DataFrame:
-    """A stream of the trace files appearing under `path` through `source` (config
+def input_files(lakehouse: Lakehouse, path: str, max_files: int, source: str) -> DataFrame:
+    """A stream of the input files appearing under `path` through `source` (config
     `watch.source`); their content is not read here."""
     fmt, options = file_source(source, max_files)
     return (

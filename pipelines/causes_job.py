@@ -22,7 +22,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipelines import correlate
+from pipelines import correlate, live
 from pipelines.correlate import cause_rules, findings_of, rank_causes, with_causes
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
@@ -165,3 +165,29 @@ def attach_causes(lakehouse: Lakehouse, config: Config, runs: list[str] | None =
         )
     finally:
         ranked.unpersist()
+
+
+def attach_provisional_causes(lakehouse: Lakehouse, config: Config) -> bool:
+    """Rank the causes of the open and confirmed provisional findings of the runs `watch`
+    still watches (`live.watched_runs`) from the infrastructure timeline as it is now, by the
+    same rules and windows as the batch findings'; only rows whose causes changed are
+    rewritten. False (nothing ranked) while no log or ZooKeeper change was ever taken in.
+
+    Findings, not messages: a few rows per run, so this stays small at any trace size."""
+    if not lakehouse.written("infra_events"):
+        return False
+    watched = live.watched_runs(lakehouse.read("live_runs"), lakehouse.read("live_reconciled"))
+    rows = (
+        lakehouse.read("provisional")
+        .filter(F.col("state").isin(live.OPEN, live.CONFIRMED))
+        .join(watched.select("run_id"), ["run_id"], how="left_semi")
+    )
+    ranked = rank_causes(
+        live.as_findings(rows, watched),
+        lakehouse.read("infra_events"),
+        cause_rules(lakehouse.spark),
+        config.pipeline.cause_before_ms,
+        config.pipeline.cause_after_ms,
+    )
+    lakehouse.update_changed("provisional", with_causes(rows, ranked, "finding_id"), ["causes"])
+    return True

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pipelines.common import seq_blocks, seq_range, stable_id, to_millis
 from pipelines.detect_outages import STREAM
-from pulsar_audit.schemas import PROVISIONAL, conform
+from pulsar_audit.schemas import CAUSE, PROVISIONAL, conform
 
 OPEN, CONFIRMED, WITHDRAWN = "open", "confirmed", "withdrawn"
 SUSPECTED_LOSS, OUTAGE_IN_PROGRESS = "suspected_loss", "outage_in_progress"
@@ -23,6 +24,17 @@ CONFIRMING = {"lost": SUSPECTED_LOSS, "duplicated": "duplicated", "out_of_order"
 STILL_MISSING = {"unseen": SUSPECTED_LOSS, "lost": SUSPECTED_LOSS}
 SEEN_AS_THEY_ARE = ("duplicated", "out_of_order")
 FINDING_KEY = ["run_id", "topic", "subscription", "partition", "producer"]
+# Provisional kind → the batch kind whose cause rules rank it (pipelines/correlate.py).
+RANKED_AS = {
+    SUSPECTED_LOSS: "lost",
+    OUTAGE_IN_PROGRESS: "outage",
+    **{kind: kind for kind in SEEN_AS_THEY_ARE},
+}
+
+
+def no_causes() -> Column:
+    """An empty `causes` (not ranked yet)."""
+    return F.array().cast(T.ArrayType(CAUSE, False))
 
 
 def run_clock(producer_events: DataFrame, consumer_events: DataFrame) -> DataFrame:
@@ -153,7 +165,8 @@ def opened(found: DataFrame, batch_id: int) -> DataFrame:
         .withColumn("closed_batch", F.lit(None).cast("long"))
         .withColumn("closed_at", F.lit(None).cast("timestamp"))
         .withColumn("duration_ms", F.lit(None).cast("double"))
-        .withColumn("resolved_by", F.lit(None).cast("string")),
+        .withColumn("resolved_by", F.lit(None).cast("string"))
+        .withColumn("causes", no_causes()),
         PROVISIONAL,
     )
 
@@ -195,8 +208,39 @@ def seen_closed(closed: DataFrame, provisional: DataFrame, batch_id: int) -> Dat
         _first_seen(found, batch_id)
         .withColumn("state", F.lit(CONFIRMED))
         .withColumn("closed_batch", F.lit(batch_id).cast("long"))
-        .withColumn("closed_at", F.current_timestamp()),
+        .withColumn("closed_at", F.current_timestamp())
+        .withColumn("causes", no_causes()),
         PROVISIONAL,
+    )
+
+
+def as_findings(provisional: DataFrame, clock: DataFrame) -> DataFrame:
+    """Open and confirmed provisional findings as the correlation's findings (finding_id,
+    kind, topic, partition, start, end: `pipelines.correlate.rank_causes`), each ranked by the
+    rules of the batch kind it stands for (RANKED_AS).
+
+    An outage ends where its stretch ended once closed, and at its run's `now` while it is in
+    progress (clock: run_id, now; the window then grows with the run, as the outage does); a
+    finding of messages spans its first message (a suspected loss gets the batch `lost`'s
+    longer window after it). Withdrawn findings are not ranked."""
+    ranked_as = F.create_map(*[F.lit(x) for pair in RANKED_AS.items() for x in pair])
+    closed_end = F.timestamp_micros(
+        F.unix_micros("started_at") + (F.col("duration_ms") * 1000).cast("long")
+    )
+    end = F.when(
+        F.col("kind") == OUTAGE_IN_PROGRESS, F.coalesce(closed_end, "now", "started_at")
+    ).otherwise(F.col("started_at"))
+    return (
+        provisional.filter(F.col("state").isin(OPEN, CONFIRMED) & F.col("started_at").isNotNull())
+        .join(clock.select("run_id", "now"), ["run_id"], how="left")
+        .select(
+            "finding_id",
+            ranked_as[F.col("kind")].alias("kind"),
+            "topic",
+            "partition",
+            F.col("started_at").alias("start"),
+            end.alias("end"),
+        )
     )
 
 
@@ -305,4 +349,30 @@ def resolved(
             F.when(F.col("matched"), F.col("duration_ms")).alias("duration_ms"),
             F.when(F.col("matched"), F.col("resolved_by")).alias("resolved_by"),
         )
+    )
+
+
+def watched_runs(runs: DataFrame, reconciled: DataFrame) -> DataFrame:
+    """(run_id, now) of the runs a watch has folded and not reconciled since (live_runs,
+    live_reconciled): those whose provisional findings can still gain causes live."""
+    return (
+        runs.join(reconciled, ["run_id"], how="left")
+        .filter(
+            F.col("reconciled_batch").isNull() | (F.col("reconciled_batch") < F.col("folded_batch"))
+        )
+        .select("run_id", "now")
+    )
+
+
+def batch_causes(provisional: DataFrame, anomalies: DataFrame, outages: DataFrame) -> DataFrame:
+    """(finding_id, causes): a confirmed provisional finding takes the causes of the batch
+    finding that confirmed it (`resolved_by`), ranked from the whole run once it is analyzed."""
+    confirming = anomalies.select(F.col("anomaly_id").alias("resolved_by"), "causes").unionByName(
+        outages.select(F.col("outage_id").alias("resolved_by"), "causes")
+    )
+    return (
+        provisional.filter(F.col("state") == CONFIRMED)
+        .select("finding_id", "resolved_by")
+        .join(confirming, ["resolved_by"], how="inner")
+        .select("finding_id", "causes")
     )

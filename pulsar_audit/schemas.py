@@ -503,6 +503,9 @@ ALERTS = T.StructType(
 # One provisional finding of `watch` (issue 29), seen while a run is still being written: open
 # when a micro-batch first shows it, then confirmed by a batch finding (resolved_by: its
 # anomaly_id or outage_id) or withdrawn; times: started_at in the trace's clock, the rest wall.
+# causes: ranked as the batch finding's are (pipelines/correlate.py) from the infrastructure
+# timeline the watch has taken in so far, re-ranked while the run is watched (null: a row of
+# an older table, never ranked).
 PROVISIONAL = T.StructType(
     [
         _f("finding_id", _STR, False),
@@ -523,6 +526,7 @@ PROVISIONAL = T.StructType(
         _f("duration_ms", _DBL),
         _f("resolved_by", _STR),
         _f("explanation", _STR, False),
+        _f("causes", T.ArrayType(CAUSE, False)),
     ]
 )
 

@@ -228,7 +228,8 @@ def candidate_alerts(
 def alerts_for_provisional(provisional: DataFrame) -> DataFrame:
     """gold.provisional (`watch`) as alerts: one per provisional finding, raised when it is
     first seen, whatever becomes of it (a suspected loss or an outage in progress is critical,
-    duplicates and out-of-order deliveries a warning)."""
+    duplicates and out-of-order deliveries a warning), with the causes ranked by then (those
+    that come later are in gold.provisional and the batch finding's alert)."""
     is_critical = F.col("kind").isin("suspected_loss", "outage_in_progress")
     where = F.when(
         F.col("subscription").isNotNull(), F.format_string(" on subscription %s", "subscription")
@@ -252,7 +253,7 @@ def alerts_for_provisional(provisional: DataFrame) -> DataFrame:
                 where,
             ).alias("title"),
             "explanation",
-            _no_causes().alias("causes"),
+            F.coalesce("causes", _no_causes()).alias("causes"),
             F.col("started_at").alias("first_ts"),
         )
     )

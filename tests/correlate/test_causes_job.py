@@ -10,12 +10,19 @@ from pipelines.causes_job import (
     NOT_CURRENT,
     CausesBefore,
     attach_causes,
+    attach_provisional_causes,
     causes_current,
     causes_scope,
     refresh_causes,
 )
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.schemas import INFRA_EVENTS, OUTAGES
+from pulsar_audit.schemas import (
+    INFRA_EVENTS,
+    LIVE_RECONCILED,
+    LIVE_RUNS,
+    OUTAGES,
+    PROVISIONAL,
+)
 
 T0 = datetime(2025, 3, 4, 10, 0, 0)
 TOPIC = "persistent://public/default/orders"
@@ -31,12 +38,12 @@ def _outage(outage_id: str, run_id: str) -> dict:
     }  # fmt: skip
 
 
-def _unload() -> dict:
-    at = T0 - timedelta(milliseconds=10)
+def _unload(event_type: str = "bundle_unload_started", ms: int = -10) -> dict:
+    at = T0 + timedelta(milliseconds=ms)
     row = {f.name: None for f in INFRA_EVENTS.fields}
     return {
-        **row, "event_id": "e1", "ts": at, "corrected_ts": at, "clock": "corrected",
-        "host": "broker-1", "source": "broker", "event_type": "bundle_unload_started",
+        **row, "event_id": f"e{ms}", "ts": at, "corrected_ts": at, "clock": "corrected",
+        "host": "broker-1", "source": "broker", "event_type": event_type,
         "bundle": BUNDLE, "raw": "raw", "source_file": "broker.log", "line_number": 1,
     }  # fmt: skip
 
@@ -133,3 +140,50 @@ def test_a_merge_that_changes_nothing_is_not_counted_as_a_version(two_runs) -> N
 )
 def test_causes_scope(current_before: bool, rebuilt: bool, expected) -> None:  # noqa: ANN001
     assert causes_scope(current_before, rebuilt, ["a"]) == expected
+
+
+def _provisional(finding_id: str, run_id: str, kind: str, state: str) -> dict:
+    row = {f.name: None for f in PROVISIONAL.fields}
+    return {
+        **row, "finding_id": finding_id, "kind": kind, "run_id": run_id, "topic": TOPIC,
+        "partition": -1, "producer": "p1", "started_at": T0, "first_seen_batch": 1,
+        "first_seen_at": T0, "state": state, "explanation": "x", "causes": [],
+        "seq_from": 1 if kind == "suspected_loss" else None,
+    }  # fmt: skip
+
+
+def _provisional_causes(lakehouse) -> dict[str, list[str]]:  # noqa: ANN001
+    rows = lakehouse.read("provisional").collect()
+    return {r.finding_id: [c.event_type for c in r.causes] for r in rows}
+
+
+def test_provisional_findings_of_watched_runs_gain_causes_as_events_arrive(
+    lakehouse,  # noqa: ANN001
+    config,  # noqa: ANN001
+) -> None:
+    spark = lakehouse.spark
+    lakehouse.create_all()
+    rows = [
+        _provisional("a-outage", "a", "outage_in_progress", "open"),
+        _provisional("a-loss", "a", "suspected_loss", "open"),
+        _provisional("a-withdrawn", "a", "outage_in_progress", "withdrawn"),
+        _provisional("b-outage", "b", "outage_in_progress", "open"),  # reconciled: left alone
+    ]
+    lakehouse.append("provisional", spark.createDataFrame(rows, PROVISIONAL))
+    now = T0 + timedelta(seconds=3)  # the runs' clock: the outage has lasted 3 s so far
+    lakehouse.append("live_runs", spark.createDataFrame([("a", now, 2), ("b", now, 1)], LIVE_RUNS))
+    lakehouse.append("live_reconciled", spark.createDataFrame([("b", 1, now)], LIVE_RECONCILED))
+
+    assert not attach_provisional_causes(lakehouse, config)  # no log ever taken in
+    # the unload (just before the outage began) and the new owner (2 s into it) arrive
+    events = [_unload(), _unload("bundle_ownership_acquired", 2000)]
+    lakehouse.append("infra_events", spark.createDataFrame(events, INFRA_EVENTS))
+    assert attach_provisional_causes(lakehouse, config)
+
+    assert _provisional_causes(lakehouse) == {
+        # in progress: its window runs to the run's now, so the new owner counts too
+        "a-outage": ["bundle_unload_started", "bundle_ownership_acquired"],
+        "a-loss": [],  # an unload explains no loss
+        "a-withdrawn": [],
+        "b-outage": [],
+    }

@@ -10,12 +10,15 @@ from pipelines.live import (
     CONFIRMED,
     OPEN,
     WITHDRAWN,
+    as_findings,
+    batch_causes,
     opened,
     outages_in_progress,
     resolved,
     seen_closed,
+    watched_runs,
 )
-from pulsar_audit.schemas import OUTAGES, PROVISIONAL
+from pulsar_audit.schemas import ANOMALIES, OUTAGES, PROVISIONAL
 
 STEP_MS = 100
 SHAPE = (
@@ -72,7 +75,7 @@ def _provisional(spark, *rows: tuple):  # noqa: ANN001, ANN202
     """(finding_id, kind, seq_from, started_ms, state) → PROVISIONAL rows of run r1."""
     full = [
         (fid, kind, "r1", "t", None if seq is None else "s1", -1, "p1", seq, seq, at(ms), 0, T0)
-        + (state, None, None, None, None, "x")
+        + (state, None, None, None, None, "x", [])
         for fid, kind, seq, ms, state in rows
     ]
     return spark.createDataFrame(full, PROVISIONAL)
@@ -164,3 +167,74 @@ def test_an_outage_closed_before_it_was_seen_in_progress_is_recorded_confirmed(s
     as_open = opened(spark.createDataFrame([p1], PROVISIONAL), 4).first()
     assert as_open.finding_id == p1.finding_id
     assert seen_closed(closed.limit(0), provisional, 4).count() == 0
+
+
+def test_provisional_findings_are_ranked_as_the_batch_kind_they_stand_for(spark) -> None:
+    provisional = _provisional(
+        spark,
+        ("open-outage", "outage_in_progress", None, 400, OPEN),
+        ("closed-outage", "outage_in_progress", None, 100, CONFIRMED),
+        ("loss", "suspected_loss", 10, 200, OPEN),
+        ("dup", "duplicated", 3, 50, OPEN),
+        ("gone", "suspected_loss", 8, 0, WITHDRAWN),
+    ).withColumn(
+        "duration_ms", F.when(F.col("finding_id") == "closed-outage", 250.0).cast("double")
+    )
+    clock = _clock(spark, 2000)
+
+    rows = as_findings(provisional, clock).collect()
+
+    assert sorted((r.finding_id, r.kind, r.start, r.end) for r in rows) == [
+        ("closed-outage", "outage", at(100), at(350)),  # where its stretch ended
+        ("dup", "duplicated", at(50), at(50)),
+        ("loss", "lost", at(200), at(200)),  # the batch `lost`'s window after it
+        ("open-outage", "outage", at(400), at(2000)),  # in progress: up to the run's now
+    ]
+    # a run with no clock yet: an open outage spans its start only
+    assert [r.end for r in as_findings(provisional, clock.limit(0)).collect()
+            if r.finding_id == "open-outage"] == [at(400)]  # fmt: skip
+
+
+def test_only_runs_folded_since_their_reconciliation_are_watched(spark) -> None:
+    runs = spark.createDataFrame(
+        [("new", at(1), 2), ("reconciled", at(2), 3), ("folded-again", at(3), 5)],
+        "run_id string, now timestamp, folded_batch long",
+    )
+    reconciled = spark.createDataFrame(
+        [("reconciled", 3), ("folded-again", 4)], "run_id string, reconciled_batch long"
+    )
+
+    watched = watched_runs(runs, reconciled).collect()
+
+    assert sorted((r.run_id, r.now) for r in watched) == [("folded-again", at(3)), ("new", at(1))]
+
+
+def test_a_confirmed_finding_takes_the_causes_of_the_batch_finding_that_confirmed_it(
+    spark,  # noqa: ANN001
+) -> None:
+    cause = {"event_type": "bundle_unload_started", "ts": at(-10), "host": "b1", "reason": "r"}
+    provisional = _provisional(
+        spark,
+        ("outage", "outage_in_progress", None, 400, CONFIRMED),
+        ("loss", "suspected_loss", 10, 0, CONFIRMED),
+        ("withdrawn", "suspected_loss", 5, 0, WITHDRAWN),
+    ).withColumn(
+        "resolved_by",
+        F.when(F.col("finding_id") == "outage", "o1").when(F.col("finding_id") == "loss", "a1"),
+    )
+    outages = spark.createDataFrame(
+        [("o1", "r1", "t", -1, "p1", at(400), at(800), 400.0, 2, 3, "x", [cause])], OUTAGES
+    )
+    anomaly = {f.name: None for f in ANOMALIES.fields} | {
+        "anomaly_id": "a1", "run_id": "r1", "topic": "t", "partition": -1, "producer": "p1",
+        "kind": "lost", "seq_from": 10, "seq_to": 10, "count": 1, "explanation": "x",
+        "causes": [],
+    }  # fmt: skip
+    anomalies = spark.createDataFrame([anomaly], ANOMALIES)
+
+    rows = batch_causes(provisional, anomalies, outages).collect()
+
+    assert sorted((r.finding_id, [c.event_type for c in r.causes]) for r in rows) == [
+        ("loss", []),
+        ("outage", ["bundle_unload_started"]),
+    ]
