@@ -37,7 +37,7 @@ import pulsar
 
 from capture.consume import receive_fields, subscribe_options
 from capture.recorder import Recorder
-from capture.spool import Spool
+from capture.spool import Spool, live_name
 from pulsar_audit.secrets import PulsarAuth
 
 POLL_MS = 200  # a receive's timeout: how soon a command on stdin is noticed
@@ -133,6 +133,8 @@ def run(config: WorkerConfig) -> dict:
     """Subscribe, consume until told, return the summary (received, nacked, ended, ...)."""
     out = Path(config.out)
     log_file = out / "logs" / "client" / f"{config.name}.{config.incarnation}.log"
+    if config.roll_s:  # a watch takes a file once: it gets its name whole, at the end
+        log_file = live_name(log_file)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     spool = Spool(out, prefix=config.prefix, roll_s=config.roll_s)
     rec = Recorder(spool, config.run_id, config.topic, "consumer", config.name, config.first_index)

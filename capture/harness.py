@@ -32,7 +32,7 @@ from capture.processes import ClusterState
 from capture.produce import produce
 from capture.recorder import Recorder
 from capture.scenarios import CONSUMERS, PRE_CREATED
-from capture.spool import Spool
+from capture.spool import Spool, live_name
 from capture.zk_capture import ZkCapture
 from pulsar_audit.errors import UsageError
 from pulsar_audit.kinds import SUBSCRIPTION_TYPES
@@ -149,17 +149,22 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
         precreated = f"audit-{secrets.token_hex(4)}"
         admin.create_subscription(topic, precreated)
     (opts.out / "logs" / "client").mkdir(parents=True, exist_ok=True)
-    marks = runlogs.mark(state)
+    # the cluster's logs from here on, rolled into --out as the run goes when it rolls
+    logs = runlogs.LogRoller(runlogs.mark(state), opts.out / "logs", opts.roll_s)
+    client_log = opts.out / "logs" / "client" / "client.log"
+    if opts.roll_s:  # the client's log too, from a name no reader takes
+        client_log = live_name(client_log)
+        logs.add("client", "client", client_log)
     client = pulsar.Client(
         opts.service_url,
         **PulsarAuth.from_env().client_options(),
         operation_timeout_seconds=30,
-        logger=pulsar.FileLogger(
-            pulsar.LoggerLevel.Info, str(opts.out / "logs" / "client" / "client.log")
-        ),
+        logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(client_log)),
     )
     spool = Spool(opts.out, prefix=f"trace-{opts.run_id}", roll_s=opts.roll_s)
-    zk_capture = ZkWatch.start(state, opts.out / "zk" / f"{opts.run_id}.zk.jsonl")
+    zk_capture = ZkWatch.start(
+        state, opts.out / "zk" / f"{opts.run_id}.zk.jsonl", roll_s=opts.roll_s
+    )
     live = None
     if opts.consumers:
         live = LiveConsumers(
@@ -199,11 +204,13 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
         client.close()
         spool.close()
         zk_rows = zk_capture.stop()
+        copied = logs.close()
+        runlogs.seal_live(opts.out / "logs")  # the consumer processes' logs, whole now
     events = spool.durable + sum(
         p.get("events", 0) for p in summary["consume"].get("consumers", [])
     )
     summary.update(run_id=opts.run_id, out=str(opts.out), events=events, zk_rows=zk_rows)
-    summary["logs"] = runlogs.copy_since(marks, opts.out / "logs")
+    summary["logs"] = copied
     (opts.out / "capture.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
 
@@ -264,12 +271,12 @@ class ZkWatch:
         self._thread = threading.Thread(target=self._run, name="zk-capture", daemon=True)
 
     @classmethod
-    def start(cls, state: ClusterState | None, out: Path) -> ZkWatch:
+    def start(cls, state: ClusterState | None, out: Path, roll_s: float | None = None) -> ZkWatch:
         zookeepers = [
             p.address("zookeeper") for p in (state.processes if state else []) if p.role
             in ("zookeeper", "standalone")
         ]  # fmt: skip
-        watch = cls(ZkCapture(zookeepers[0], out) if zookeepers else None)
+        watch = cls(ZkCapture(zookeepers[0], out, roll_s=roll_s) if zookeepers else None)
         if watch._capture is not None:
             watch._thread.start()
         return watch

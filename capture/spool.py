@@ -24,10 +24,12 @@ from pathlib import Path
 
 SEGMENT_EVENTS = 250_000
 OPEN_SUFFIX = ".open"  # a rolling spool's segment still being written
+LIVE_SUFFIX = ".live"  # a log written into a landing folder a watch takes, not taken yet
 
 
 class Spool:
-    """Append events (dicts) to <directory>/<prefix>-NNNNN.jsonl segments.
+    """Append events (dicts) to <directory>/<prefix>-NNNNN<suffix> segments (suffix `.jsonl`;
+    a ZooKeeper capture's `.zk.jsonl`).
 
     on_sync: called with the durable count after each fsync (e.g. to report progress).
     roll_s: roll the segment into place every this many seconds that it holds events (None:
@@ -43,8 +45,10 @@ class Spool:
         segment_events: int = SEGMENT_EVENTS,
         on_sync: Callable[[int], None] | None = None,
         roll_s: float | None = None,
+        suffix: str = ".jsonl",
     ):
         self.directory = Path(directory)
+        self.suffix = suffix
         self.directory.mkdir(parents=True, exist_ok=True)
         self.prefix = prefix
         self.sync_events = sync_events
@@ -78,6 +82,11 @@ class Spool:
                 self._sync_locked()
             if self._in_segment + len(self._pending) >= self.segment_events:
                 self._rotate_locked()
+
+    @property
+    def rows(self) -> int:
+        """Events written (as `zk_capture.JsonlWriter` counts its rows)."""
+        return self.written
 
     def flush(self) -> None:
         """Hand the buffered events to the OS without waiting for the disk: from here a kill
@@ -143,7 +152,7 @@ class Spool:
         self._open_segment()
 
     def _open_segment(self) -> None:
-        path = self.directory / f"{self.prefix}-{len(self.segments):05d}.jsonl"
+        path = self.directory / f"{self.prefix}-{len(self.segments):05d}{self.suffix}"
         writing = path if self.roll_s is None else _open_name(path)
         self._fd = os.open(writing, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.segments.append(path)
@@ -165,18 +174,24 @@ class Spool:
         _fsync_dir(self.directory)
 
 
-def seal_open(directory: str | Path, prefix: str) -> list[Path]:
+def seal_open(directory: str | Path, prefix: str, suffix: str = ".jsonl") -> list[Path]:
     """Give the `.open` segments a killed writer of `prefix` left their final names (every
     line in them is whole: the spool writes whole lines); the paths sealed."""
     directory = Path(directory)
     sealed = []
-    for path in sorted(directory.glob(f"{prefix}-*.jsonl{OPEN_SUFFIX}")):
+    for path in sorted(directory.glob(f"{prefix}-*{suffix}{OPEN_SUFFIX}")):
         final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
         path.rename(final)
         sealed.append(final)
     if sealed:
         _fsync_dir(directory)
     return sealed
+
+
+def live_name(path: Path) -> Path:
+    """The name a log written into a watched landing folder has until it is whole (a watch
+    reads a file once): capture/runlogs.py rolls it from there, or gives it its name."""
+    return path.with_name(path.name + LIVE_SUFFIX)
 
 
 def _open_name(path: Path) -> Path:

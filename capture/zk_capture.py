@@ -16,6 +16,10 @@ deleted within the gap stay invisible.
 Row fields: ts (ISO-8601 UTC), zookeeper, path, op (snapshot | create | change | delete |
 resync), version, ephemeral_owner, data, decoded, capture_id, observed_at. `snapshot` rows
 are the tree as found when the capture (or a dump) started.
+
+Rolling (`roll_s`, when `watch` takes the capture during the run): the rows go to segments
+<stem>-NNNNN.zk.jsonl instead of one file, each rolled into place whole every `roll_s` seconds
+that it holds rows (capture/spool.py; every row still fsync'd as it is written).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
+from capture.spool import Spool
 from capture.zk_decode import decode_znode
 
 log = logging.getLogger(__name__)
@@ -48,6 +53,7 @@ DEFAULT_ROOTS = (
 )
 # BookKeeper's ledger-id generator creates and deletes a sequential node per new ledger.
 DEFAULT_EXCLUDE = ("/ledgers/idgen",)
+ZK_SUFFIX = ".zk.jsonl"  # what `ingest zk` takes (ingest/zk_ingest.py ZK_SUFFIXES)
 
 
 def _iso(epoch_seconds: float) -> str:
@@ -86,10 +92,19 @@ class ZkCapture:
         roots: tuple[str, ...] = DEFAULT_ROOTS,
         exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
         timeout: float = 10.0,
+        roll_s: float | None = None,
     ):
         self.hosts, self.roots, self.exclude = hosts, roots, exclude
         self.capture_id = str(uuid.uuid4())
-        self.writer = JsonlWriter(out)
+        self.writer: JsonlWriter | Spool
+        if roll_s:  # for `watch`: whole segments <stem>-NNNNN.zk.jsonl rolled into place
+            out = Path(out)
+            stem = out.name.removesuffix(ZK_SUFFIX)
+            self.writer = Spool(
+                out.parent, prefix=stem, sync_events=1, roll_s=roll_s, suffix=ZK_SUFFIX
+            )
+        else:
+            self.writer = JsonlWriter(out)
         self.zk = KazooClient(
             hosts=hosts, timeout=timeout, connection_retry={"max_tries": -1, "max_delay": 2}
         )

@@ -82,9 +82,12 @@ def run_rows(rates: DataFrame, counts: DataFrame) -> DataFrame:
 
 
 def changed_findings(provisional: DataFrame, batch_id: int) -> DataFrame:
-    """The findings a micro-batch opened or settled, with their state."""
+    """The findings a micro-batch opened or settled, with their state and first cause."""
     in_batch = (F.col("first_seen_batch") == batch_id) | (F.col("closed_batch") == batch_id)
-    return provisional.filter(in_batch).select(*FINDING_COLUMNS, "explanation")
+    first = F.try_element_at("causes", F.lit(1))
+    return provisional.filter(in_batch).select(
+        *FINDING_COLUMNS, "explanation", first["event_type"].alias("first_cause")
+    )
 
 
 def read_view(
@@ -131,13 +134,14 @@ def _seqs(finding: dict[str, Any]) -> str:
 
 
 def finding_text(finding: dict[str, Any]) -> str:
-    """'suspected_loss open: run r1 sub s producer p seq 3–4'."""
+    """'suspected_loss open: run r1 sub s producer p seq 3–4', and its first cause if any."""
     where = " ".join(
         f"{name} {finding[key]}"
         for name, key in (("run", "run_id"), ("sub", "subscription"), ("producer", "producer"))
         if finding.get(key)
     )
-    return f"{finding['kind']} {finding['state']}: {where}{_seqs(finding)}"
+    cause = f" (first cause {finding['first_cause']})" if finding.get("first_cause") else ""
+    return f"{finding['kind']} {finding['state']}: {where}{_seqs(finding)}{cause}"
 
 
 def batch_text(view: dict[str, Any]) -> str:

@@ -17,7 +17,10 @@ from pulsar_audit.output import format_table, seq_range
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ["kind", "run_id", "subscription", "producer", "seqs", "first_seen_batch", "state"]
+COLUMNS = [
+    "kind", "run_id", "subscription", "producer", "seqs", "first_seen_batch", "state",
+    "first_cause",
+]  # fmt: skip
 
 
 def default_checkpoint(ctx: Context, path: str) -> str:
@@ -93,9 +96,17 @@ class _BatchDisplay:
         sys.stderr.flush()
 
 
+def _first_cause(row: dict[str, Any]) -> str | None:
+    causes = row.get("causes")  # rows (a watch's result) or dicts (its JSON read back)
+    return causes[0]["event_type"] if causes else None
+
+
 def render(result: dict[str, Any]) -> str:
-    rows = [{**row, "seqs": seq_range(row)} for row in result["provisional"]]
-    head = f"{result['batches']} micro-batch(es), {result['files']} trace file(s)"
+    rows = [
+        {**row, "seqs": seq_range(row), "first_cause": _first_cause(row)}
+        for row in result["provisional"]
+    ]
+    head = f"{result['batches']} micro-batch(es), {result['files']} input file(s)"
     sinks = "".join(f"\nalerts {name}: {counts}" for name, counts in result["alerts"].items())
     return f"{head}\nprovisional findings\n{format_table(rows, COLUMNS)}{sinks}"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,5 +81,35 @@ def write_chunk(landing: Path, number: int) -> Path:
     written = time.time() - 10 + number  # chunk order, whatever the clock's resolution
     os.utime(staged, (written, written))
     target = landing / f"{RUN}-chunk-{number}.jsonl"
+    staged.rename(target)
+    return target
+
+
+# The broker's log of the outage: its bundle's unload asked for 10 ms before the acks stopped,
+# begun (ownership disabled: `bundle_unload_started`) 2 ms later (the layout and messages of a
+# real standalone's unload, examples/unload-run/logs/broker).
+UNLOAD_AT_MS = OUTAGE_START_MS - 10
+UNLOAD_STARTED_AT_MS = UNLOAD_AT_MS + 2
+BUNDLE = "public/default/0x00000000_0xffffffff"
+_BROKER_LINES = (
+    (UNLOAD_AT_MS, "pulsar-web-49-1", "org.apache.pulsar.broker.admin.impl.NamespacesBase",
+     f"[null] Unloading namespace bundle {BUNDLE}"),
+    (UNLOAD_STARTED_AT_MS, "metadata-store-22-1", "org.apache.pulsar.broker.namespace.OwnedBundle",
+     f"Disabling ownership: {BUNDLE}"),
+)  # fmt: skip
+
+
+def write_broker_log(landing: Path) -> Path:
+    """The broker's log of the unload, rolled into the landing folder whole (as the harness
+    rolls a segment): logs/broker/standalone.00000.log."""
+    target = landing / "logs" / "broker" / "standalone.00000.log"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = landing.parent / ".standalone.log"
+    lines = []
+    for at_ms, thread, logger, message in _BROKER_LINES:
+        at = datetime.fromtimestamp((T0_MS + at_ms) / 1000, UTC)
+        stamp = at.strftime("%Y-%m-%dT%H:%M:%S,") + f"{at.microsecond // 1000:03d}+0000"
+        lines.append(f"{stamp} [{thread}] INFO  {logger} - {message}\n")
+    staged.write_text("".join(lines))
     staged.rename(target)
     return target

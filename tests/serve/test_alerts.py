@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,15 @@ from pulsar_audit.config import (
     load_config,
 )
 from pulsar_audit.errors import ConfigError
-from pulsar_audit.schemas import ALERTS
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import ALERTS, PROVISIONAL
 from serve.alert_job import alert_rows, raise_and_send
-from serve.alerts import candidate_alerts
+from serve.alerts import alerts_for_provisional, candidate_alerts
 from serve.sinks import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign
 
 SECRET_ENV = "PULSAR_AUDIT_TEST_HOOK_SECRET"
 SETTINGS = AlertsConfig(outage_threshold_ms=1000, risk_threshold=0.5)
+T0 = datetime(2026, 11, 28, 0, 0, 0)
 
 
 def _alerts(spark, **inputs) -> list[tuple]:  # noqa: ANN001
@@ -86,6 +89,22 @@ def test_outages_from_the_threshold_up_and_their_causes_kept(spark) -> None:
     assert (alert.finding_id, alert.severity, alert.subscription) == ("long", "warning", None)
     assert alert.title == "run r1: producer p1 stalled for 1500 ms"
     assert [c.reason for c in alert.causes] == ["bundle unloaded 20 ms before"]
+
+
+def test_a_provisional_finding_is_alerted_with_the_causes_ranked_by_then(spark) -> None:
+    unload = {"event_type": "bundle_unload_started", "ts": T0, "host": "b1", "reason": "r"}
+    base = {
+        "kind": "outage_in_progress", "run_id": "r1", "topic": "t", "partition": -1,
+        "producer": "p1", "first_seen_batch": 0, "first_seen_at": T0, "state": "open",
+        "explanation": "x",
+    }  # fmt: skip
+    rows = [
+        {**base, "finding_id": "ranked", "causes": [unload]},
+        {**base, "finding_id": "older-table", "causes": None},  # never ranked
+    ]
+    alerts = alerts_for_provisional(local_frame(spark, rows, PROVISIONAL)).collect()
+    causes = {a.finding_id: [c.event_type for c in a.causes] for a in alerts}
+    assert causes == {"ranked": ["bundle_unload_started"], "older-table": []}
 
 
 def test_risky_configs_from_the_threshold_up(spark) -> None:

@@ -21,8 +21,10 @@ T0 = datetime(2026, 11, 26, 12, 0, 0)
 EVENTS = "run_id string, event string, ts timestamp"
 FINDINGS = (
     "run_id string, kind string, state string, subscription string, producer string, "
-    "seq_from long, seq_to long, first_seen_batch long, closed_batch long, explanation string"
+    "seq_from long, seq_to long, first_seen_batch long, closed_batch long, explanation string, "
+    "causes array<struct<event_type:string,ts:timestamp,host:string,reason:string>>"
 )
+UNLOAD = ("bundle_unload_started", T0, "broker-1", "unloaded 10 ms before it began")
 
 
 def _at(seconds: float) -> datetime:
@@ -52,7 +54,8 @@ def test_rates_count_sends_and_deliveries_over_the_trace_time_the_events_span(sp
 
 
 def _findings(spark, rows: list[tuple]):  # noqa: ANN001, ANN202
-    full = [(*row, "why") for row in rows]
+    # the confirmed suspected loss of r3 has its causes ranked, the others none yet
+    full = [(*row, "why", [UNLOAD] if row[0] == "r3" else None) for row in rows]
     return spark.createDataFrame(full, FINDINGS)
 
 
@@ -82,11 +85,11 @@ def test_run_rows_put_rates_beside_finding_counts_zero_without_findings(spark) -
 def test_changed_findings_are_those_a_micro_batch_opened_or_settled(spark) -> None:
     assert changed_findings(_findings(spark, []), 1).count() == 0
     rows = changed_findings(_findings(spark, FOUND), 1).collect()
-    assert sorted((r.kind, r.seq_from, r.state) for r in rows) == [
-        ("out_of_order", 9, "open"),
-        ("suspected_loss", 1, "confirmed"),
-        ("suspected_loss", 3, "open"),
-        ("suspected_loss", 7, "withdrawn"),
+    assert sorted((r.kind, r.seq_from, r.state, r.first_cause) for r in rows) == [
+        ("out_of_order", 9, "open", None),
+        ("suspected_loss", 1, "confirmed", "bundle_unload_started"),
+        ("suspected_loss", 3, "open", None),
+        ("suspected_loss", 7, "withdrawn", None),
     ]
 
 
@@ -123,6 +126,7 @@ VIEW = {
             "seq_from": None,
             "seq_to": None,
             "state": "confirmed",
+            "first_cause": "bundle_unload_started",
         },
     ],  # fmt: skip
     "alerts": [
@@ -142,7 +146,7 @@ def test_batch_text_is_a_line_per_run_and_per_finding() -> None:
         "micro-batch 4: 2 file(s)\n"
         "  run r1: 812.0 sends/s, – deliveries/s; open outages 1, suspected losses 2\n"
         "  suspected_loss open: run r1 sub s1 producer p1 seq 3–4\n"
-        "  outage_in_progress confirmed: run r1 producer p1"
+        "  outage_in_progress confirmed: run r1 producer p1 (first cause bundle_unload_started)"
     )
 
 
