@@ -136,7 +136,12 @@ def fold(
 def _messages(producer_events: DataFrame, in_flight: DataFrame, delivery: DataFrame) -> DataFrame:
     """Per message the batch or the state knows open: `sent_at` (the state's send, else the
     batch's), `prior_sent_at` (the state's), `completed_at`, `ack_ts` (the batch's) and
-    `delivered_to` with the batch's deliveries."""
+    `delivered_to` with the batch's deliveries.
+
+    A message delivered before any micro-batch brought its send (each client rolls its own
+    files, so a consumer's file can land before the producer's) is kept with `sent_at` null
+    and its deliveries: once the send and the ack come, the subscriptions that got it do not
+    await it. A completion of a message never sent is ignored, as the batch detectors do."""
     batch = (
         producer_events.filter(F.col("seq").isNotNull())
         .withColumnRenamed("client", "producer")
@@ -156,8 +161,12 @@ def _messages(producer_events: DataFrame, in_flight: DataFrame, delivery: DataFr
     no_subscriptions = F.array().cast("array<string>")
     return (
         batch.join(prior, MESSAGE_KEY, how="full")
-        .join(got, MESSAGE_KEY, how="left")
-        .filter(F.coalesce("prior_sent_at", "batch_sent_at").isNotNull())
+        .join(got, MESSAGE_KEY, how="full")
+        .filter(
+            F.coalesce("prior_sent_at", "batch_sent_at").isNotNull()
+            | F.col("prior_delivered_to").isNotNull()  # in the state, sent or delivered
+            | F.col("got").isNotNull()
+        )
         .select(
             *MESSAGE_KEY,
             F.coalesce("prior_sent_at", "batch_sent_at").alias("sent_at"),

@@ -541,7 +541,8 @@ EVENT_ORDER_STRUCT = T.StructType(
 )
 
 # One message sent and not yet completed (acked or nacked); delivered_to: the subscriptions
-# that got it already (a consumer can receive it before its producer sees the ack).
+# that got it already (a consumer can receive it before its producer sees the ack). sent_at
+# null: delivered before a micro-batch brought its send (the consumer's file came first).
 LIVE_IN_FLIGHT = T.StructType(
     [
         _f("run_id", _STR, False),
@@ -549,7 +550,7 @@ LIVE_IN_FLIGHT = T.StructType(
         _f("partition", _INT, False),
         _f("producer", _STR, False),
         _f("seq", _LONG, False),
-        _f("sent_at", EVENT_ORDER_STRUCT, False),
+        _f("sent_at", EVENT_ORDER_STRUCT),
         _f("delivered_to", T.ArrayType(_STR), False),
     ]
 )

@@ -96,3 +96,30 @@ def test_a_message_acked_and_not_delivered_is_awaited_until_it_arrives(folds) ->
         (AWAITED, "s1", True)
     ]
     assert _rows(state.runs, "run_id", "now", "folded_batch") == [(AWAITED, at(1200), 2)]
+
+
+# The consumer's file with the receive of seq 1 and 2 lands a micro-batch before the
+# producer's with their sends and acks (each client rolls its own files): the deliveries are
+# kept until the sends come, so the acked messages are not awaited.
+DELIVERED_FIRST = MICRO_BATCHES.add(
+    "delivered_first",
+    [receive(1, 5), receive(2, 15)],
+    [send(1, 0), ack(1, 2), send(2, 10), ack(2, 12), send(3, 20), ack(3, 22), send(4, 1500)],
+)
+
+
+def test_a_delivery_folded_before_its_send_is_not_awaited_once_the_send_comes(folds) -> None:  # noqa: ANN001
+    state = folds(0, DELIVERED_FIRST).state
+    # known as delivered, not yet as sent: kept, and counted in flight by no producer
+    assert _rows(state.in_flight, "seq", "sent_at", "delivered_to") == [
+        (1, None, ["s1"]),
+        (2, None, ["s1"]),
+    ]
+    assert state.streams.count() == 0
+
+    state = folds(1, DELIVERED_FIRST).state
+    # seq 3 is awaited (acked, not delivered); seq 1 and 2 are not: s1 got them already
+    assert _rows(state.awaiting, "subscription", "seq") == [("s1", 3)]
+    assert _rows(state.in_flight, "seq") == [(4,)]
+    clock = state.runs.select("run_id", "now")
+    assert _rows(suspected_losses(state.awaiting, clock, 0), "seq_from", "seq_to") == []
