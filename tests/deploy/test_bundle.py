@@ -139,7 +139,7 @@ def test_scheduled_job_runs_the_stages_in_order_with_retries_and_notifications()
         assert task["libraries"] == [{"whl": "./dist/*.whl"}], key
 
 
-def test_watch_job_is_continuous_paused_by_default_on_the_landing_traces(capsys):
+def test_watch_job_is_continuous_paused_by_default_on_the_whole_landing_volume(capsys):
     root, resources = _bundle()
     job = resources["jobs"]["pulsar_audit_watch"]
     assert job["continuous"] == {"pause_status": "${var.watch_pause_status}"}
@@ -152,7 +152,8 @@ def test_watch_job_is_continuous_paused_by_default_on_the_landing_traces(capsys)
     assert not {"max_retries", "depends_on", "timeout_seconds"} & set(task)
     parameters = _parameters(task)
     landing = "dbfs:/Volumes/main/pulsar_audit_someone_landing"
-    assert parameters[:2] == ["watch", f"{landing}/landing/traces"]
+    # traces/, logs/<source>/ and zk/ alike: causes are attached from the logs live
+    assert parameters[:2] == ["watch", f"{landing}/landing"]
     checkpoint = parameters[parameters.index("--checkpoint") + 1]
     assert checkpoint == f"{landing}/checkpoints/watch"  # the checkpoints volume, durable
     assert parameters[parameters.index("--env") + 1] == "databricks"
@@ -160,7 +161,7 @@ def test_watch_job_is_continuous_paused_by_default_on_the_landing_traces(capsys)
     assert main([*parameters, "--dry-run"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["arguments"]["checkpoint"] == checkpoint
-    assert plan["arguments"]["path"] == f"{landing}/landing/traces"
+    assert plan["arguments"]["path"] == f"{landing}/landing"
     assert load_config("databricks").watch.source == "auto_loader"
 
 
