@@ -143,7 +143,7 @@ class Watch:
                         judge(self.lakehouse, judged, batch_id)
                 if judged.runs or rebuilt:  # new findings, or new events to explain them
                     with stage("causes", self.progress):
-                        attach_provisional_causes(self.lakehouse, self.config)
+                        attach_provisional_causes(self.lakehouse, self.config, batch_id)
                 if judged.runs:
                     with stage("alerts", self.progress):
                         alert(self.lakehouse, self.config, judged.runs)

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from jobs.live_state import record_settled
 from pipelines import live
+from pipelines.causes_job import CAUSES_CHANGED
 from pipelines.live_state import ended
 from pipelines.runs_job import read_bronze
 from pipelines.silver import subscriptions
@@ -77,8 +78,8 @@ def settle(lakehouse: Lakehouse, closing: dict[str, int], final: list[str]) -> N
         record_settled(lakehouse, updates)
         causes = live.batch_causes(
             lakehouse.read("provisional").filter(of_runs), anomalies, outages
-        )
-        lakehouse.update_changed("provisional", causes, ["causes"])
+        ).withColumn("causes_batch", F.lit(batch_id).cast("long"))
+        lakehouse.update_changed("provisional", causes, CAUSES_CHANGED, compared=["causes"])
 
 
 def record_reconciled(lakehouse: Lakehouse, runs: dict[str, int]) -> None:

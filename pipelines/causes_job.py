@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 CAUSE_INPUTS = ("anomalies", "outages", "infra_events")
 # the tables whose `causes` the correlation sets
 CAUSE_OUTPUTS = ("anomalies", "outages")
+# what a provisional finding's new causes set: them, and the micro-batch that changed them
+CAUSES_CHANGED = ["causes", "causes_batch"]
 
 
 # The ranking's own code (rules, windows, order): a change of it ranks every finding again.
@@ -167,11 +169,12 @@ def attach_causes(lakehouse: Lakehouse, config: Config, runs: list[str] | None =
         ranked.unpersist()
 
 
-def attach_provisional_causes(lakehouse: Lakehouse, config: Config) -> bool:
+def attach_provisional_causes(lakehouse: Lakehouse, config: Config, batch_id: int) -> bool:
     """Rank the causes of the open and confirmed provisional findings of the runs `watch`
     still watches (`live.watched_runs`) from the infrastructure timeline as it is now, by the
     same rules and windows as the batch findings'; only rows whose causes changed are
-    rewritten. False (nothing ranked) while no log or ZooKeeper change was ever taken in.
+    rewritten, with `causes_batch` micro-batch `batch_id`. False (nothing ranked) while no
+    log or ZooKeeper change was ever taken in.
 
     Findings, not messages: a few rows per run, so this stays small at any trace size."""
     if not lakehouse.written("infra_events"):
@@ -189,5 +192,8 @@ def attach_provisional_causes(lakehouse: Lakehouse, config: Config) -> bool:
         config.pipeline.cause_before_ms,
         config.pipeline.cause_after_ms,
     )
-    lakehouse.update_changed("provisional", with_causes(rows, ranked, "finding_id"), ["causes"])
+    changed = with_causes(rows, ranked, "finding_id").withColumn(
+        "causes_batch", F.lit(batch_id).cast("long")
+    )
+    lakehouse.update_changed("provisional", changed, CAUSES_CHANGED, compared=["causes"])
     return True

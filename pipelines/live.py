@@ -166,7 +166,8 @@ def opened(found: DataFrame, batch_id: int) -> DataFrame:
         .withColumn("closed_at", F.lit(None).cast("timestamp"))
         .withColumn("duration_ms", F.lit(None).cast("double"))
         .withColumn("resolved_by", F.lit(None).cast("string"))
-        .withColumn("causes", no_causes()),
+        .withColumn("causes", no_causes())
+        .withColumn("causes_batch", F.lit(None).cast("long")),
         PROVISIONAL,
     )
 
@@ -209,7 +210,8 @@ def seen_closed(closed: DataFrame, provisional: DataFrame, batch_id: int) -> Dat
         .withColumn("state", F.lit(CONFIRMED))
         .withColumn("closed_batch", F.lit(batch_id).cast("long"))
         .withColumn("closed_at", F.current_timestamp())
-        .withColumn("causes", no_causes()),
+        .withColumn("causes", no_causes())
+        .withColumn("causes_batch", F.lit(None).cast("long")),
         PROVISIONAL,
     )
 

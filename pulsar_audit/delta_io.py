@@ -306,11 +306,14 @@ class Lakehouse:
             ),
         )
 
-    def update_changed(self, table: str, df: DataFrame, columns: list[str]) -> None:
-        """Set `columns` of existing rows (matched on the natural key) where they differ."""
+    def update_changed(
+        self, table: str, df: DataFrame, columns: list[str], compared: list[str] | None = None
+    ) -> None:
+        """Set `columns` of existing rows (matched on the natural key) where they differ (where
+        the `compared` ones differ, when given: e.g. a value and when it last changed)."""
         keys = self.spec(table).key
         differs = None
-        for column in columns:
+        for column in compared or columns:
             clause = ~F.col(f"t.{column}").eqNullSafe(F.col(f"s.{column}"))
             differs = clause if differs is None else differs | clause
         self._retry(

@@ -505,7 +505,7 @@ ALERTS = T.StructType(
 # anomaly_id or outage_id) or withdrawn; times: started_at in the trace's clock, the rest wall.
 # causes: ranked as the batch finding's are (pipelines/correlate.py) from the infrastructure
 # timeline the watch has taken in so far, re-ranked while the run is watched (null: a row of
-# an older table, never ranked).
+# an older table, never ranked); causes_batch: the micro-batch that last changed them.
 PROVISIONAL = T.StructType(
     [
         _f("finding_id", _STR, False),
@@ -527,6 +527,7 @@ PROVISIONAL = T.StructType(
         _f("resolved_by", _STR),
         _f("explanation", _STR, False),
         _f("causes", T.ArrayType(CAUSE, False)),
+        _f("causes_batch", _LONG),
     ]
 )
 

@@ -82,8 +82,13 @@ def run_rows(rates: DataFrame, counts: DataFrame) -> DataFrame:
 
 
 def changed_findings(provisional: DataFrame, batch_id: int) -> DataFrame:
-    """The findings a micro-batch opened or settled, with their state and first cause."""
-    in_batch = (F.col("first_seen_batch") == batch_id) | (F.col("closed_batch") == batch_id)
+    """The findings a micro-batch opened, settled or gave new causes, with their state and
+    first cause."""
+    in_batch = (
+        (F.col("first_seen_batch") == batch_id)
+        | (F.col("closed_batch") == batch_id)
+        | (F.col("causes_batch") == batch_id)
+    )
     first = F.try_element_at("causes", F.lit(1))
     return provisional.filter(in_batch).select(
         *FINDING_COLUMNS, "explanation", first["event_type"].alias("first_cause")

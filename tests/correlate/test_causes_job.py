@@ -174,11 +174,11 @@ def test_provisional_findings_of_watched_runs_gain_causes_as_events_arrive(
     lakehouse.append("live_runs", spark.createDataFrame([("a", now, 2), ("b", now, 1)], LIVE_RUNS))
     lakehouse.append("live_reconciled", spark.createDataFrame([("b", 1, now)], LIVE_RECONCILED))
 
-    assert not attach_provisional_causes(lakehouse, config)  # no log ever taken in
+    assert not attach_provisional_causes(lakehouse, config, 3)  # no log ever taken in
     # the unload (just before the outage began) and the new owner (2 s into it) arrive
     events = [_unload(), _unload("bundle_ownership_acquired", 2000)]
     lakehouse.append("infra_events", spark.createDataFrame(events, INFRA_EVENTS))
-    assert attach_provisional_causes(lakehouse, config)
+    assert attach_provisional_causes(lakehouse, config, 4)
 
     assert _provisional_causes(lakehouse) == {
         # in progress: its window runs to the run's now, so the new owner counts too
@@ -187,3 +187,6 @@ def test_provisional_findings_of_watched_runs_gain_causes_as_events_arrive(
         "a-withdrawn": [],
         "b-outage": [],
     }
+    batches = {r.finding_id: r.causes_batch for r in lakehouse.read("provisional").collect()}
+    # only the changed row was rewritten, with the micro-batch that changed it
+    assert batches == {"a-outage": 4, "a-loss": None, "a-withdrawn": None, "b-outage": None}

@@ -50,6 +50,7 @@ def test_an_open_outage_gains_its_cause_when_the_broker_s_log_arrives(
     assert (second["batches"], second["files"], second["runs"]) == (1, 1, [RUN])
     outage = _outage(second)
     assert outage["state"] == "open"  # the run goes on: the cause came while it is open
+    assert outage["causes_batch"] == 1  # the micro-batch that took the log (the second)
     assert _types(outage["causes"])[:1] == ["bundle_unload_started"]
     [unload] = [c for c in outage["causes"] if c["event_type"] == "bundle_unload_started"]
     assert unload["host"] == "standalone"

@@ -75,7 +75,7 @@ def _provisional(spark, *rows: tuple):  # noqa: ANN001, ANN202
     """(finding_id, kind, seq_from, started_ms, state) → PROVISIONAL rows of run r1."""
     full = [
         (fid, kind, "r1", "t", None if seq is None else "s1", -1, "p1", seq, seq, at(ms), 0, T0)
-        + (state, None, None, None, None, "x", [])
+        + (state, None, None, None, None, "x", [], None)
         for fid, kind, seq, ms, state in rows
     ]
     return spark.createDataFrame(full, PROVISIONAL)
