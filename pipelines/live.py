@@ -93,15 +93,20 @@ def suspected_losses(awaiting: DataFrame, clock: DataFrame, threshold_ms: int) -
 
 def outages_in_progress(streams: DataFrame, clock: DataFrame, step_ms: int) -> DataFrame:
     """Producers with messages in flight and no completion for `step_ms` or more up to the
-    run's `now`: the stretch gold.outages will hold once a completion ends it (same counting,
-    pipelines/detect_outages.py). streams: `watch`'s LIVE_STREAMS rows
-    (pipelines/live_state.py); step_ms: the client's first reconnect backoff step."""
+    producer's own latest event folded: the stretch gold.outages will hold once a completion
+    ends it (same counting, pipelines/detect_outages.py). streams: `watch`'s LIVE_STREAMS rows
+    (pipelines/live_state.py); clock: (run_id, now), for a stream whose latest event is not
+    known (a state written before `seen_until`); step_ms: the client's first reconnect
+    backoff step.
+
+    Not the run's `now`: each client rolls its own files, so a consumer's later file can be
+    folded before the producer's, whose completions are then not known yet."""
     open_now = (
         streams.filter(F.col("in_flight") > 0)
         .withColumn("started_at", F.greatest("last_completion", "last_rise"))
         .join(clock, ["run_id"], how="inner")
     )
-    waited_ms = to_millis(F.col("started_at"), F.col("now"))
+    waited_ms = to_millis(F.col("started_at"), F.coalesce("seen_until", "now"))
     explanation = F.format_string(
         "producer %s has had %d message(s) in flight and none completed for %.0f ms so far "
         "(outage in progress)",

@@ -124,7 +124,7 @@ def fold(
     consumers = keep(_consumers(state.consumers, consumer_events))
     folded = LiveState(
         in_flight=conform(messages.filter(F.col("completed_at").isNull()), LIVE_IN_FLIGHT),
-        streams=_streams(state.streams, counted),
+        streams=_streams(state.streams, counted, producer_events),
         awaiting=_awaiting(state, messages, delivery, consumers),
         frontier=_frontier(state.frontier, delivery),
         consumers=consumers,
@@ -181,20 +181,31 @@ def _messages(producer_events: DataFrame, in_flight: DataFrame, delivery: DataFr
     )
 
 
-def _streams(streams: DataFrame, counted: DataFrame) -> DataFrame:
+def _streams(streams: DataFrame, counted: DataFrame, producer_events: DataFrame) -> DataFrame:
     """LIVE_STREAMS: per producer, in flight after its last change, the latest completion and
-    rise; a producer with nothing in flight leaves (its next send is a rise after them)."""
+    rise, and its latest event; a producer with nothing in flight leaves (its next send is a
+    rise after them)."""
     last = F.struct("ord", (-F.col("delta")).alias("later"))  # completions after sends
     batch = counted.groupBy(*STREAM).agg(
         F.max_by("in_flight", last).alias("batch_in_flight"),
         F.max(F.when(completing(), F.col("ord.ts"))).alias("completion"),
         F.max(F.when(rising(), F.col("ord.ts"))).alias("rise"),
     )
-    merged = streams.join(batch, STREAM, how="full").select(
-        *STREAM,
-        F.coalesce("batch_in_flight", "in_flight").alias("in_flight"),
-        F.greatest("last_completion", "completion").alias("last_completion"),
-        F.greatest("last_rise", "rise").alias("last_rise"),
+    seen = (
+        producer_events.withColumnRenamed("client", "producer")
+        .groupBy(*STREAM)
+        .agg(F.max("ts").alias("seen"))
+    )
+    merged = (
+        streams.join(batch, STREAM, how="full")
+        .join(seen, STREAM, how="left")
+        .select(
+            *STREAM,
+            F.coalesce("batch_in_flight", "in_flight").alias("in_flight"),
+            F.greatest("last_completion", "completion").alias("last_completion"),
+            F.greatest("last_rise", "rise").alias("last_rise"),
+            F.greatest("seen_until", "seen").alias("seen_until"),
+        )
     )
     return conform(merged.filter(F.col("in_flight") > 0), LIVE_STREAMS)
 

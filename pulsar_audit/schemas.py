@@ -557,7 +557,8 @@ LIVE_IN_FLIGHT = T.StructType(
 )
 
 # One producer (and partition) with messages in flight: how many, its latest completion and
-# the send that took it from 0 to 1 (where an outage would start).
+# the send that took it from 0 to 1 (where an outage would start); seen_until: its latest
+# event folded (what is known of it: its later events are in files not taken yet).
 LIVE_STREAMS = T.StructType(
     [
         _f("run_id", _STR, False),
@@ -567,6 +568,7 @@ LIVE_STREAMS = T.StructType(
         _f("in_flight", _LONG, False),
         _f("last_completion", _TS),
         _f("last_rise", _TS),
+        _f("seen_until", _TS),
     ]
 )
 

@@ -50,15 +50,23 @@ def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(
     folds,  # noqa: ANN001
 ) -> None:
     streams = folds(0, IN_PROGRESS).state.streams
+    # the producer's latest event folded: its own clock
+    assert [r.seen_until for r in streams.collect()] == [at(20)]
+    # a run clock far later (a consumer's later file) is no evidence: the producer's
+    # completions after 20 ms may be in its next file
+    clock = _clock(spark, 10_000, IN_PROGRESS)
+    assert outages_in_progress(streams, clock, STEP_MS).count() == 0
 
-    def found(now_ms: float) -> list[tuple]:
-        clock = _clock(spark, now_ms, IN_PROGRESS)
-        rows = outages_in_progress(streams, clock, STEP_MS).collect()
+    def found(producer_ms: float | None) -> list[tuple]:
+        seen = F.lit(None if producer_ms is None else at(producer_ms)).cast("timestamp")
+        rows = outages_in_progress(
+            streams.withColumn("seen_until", seen), _clock(spark, 110, IN_PROGRESS), STEP_MS
+        ).collect()
         return [(r.kind, r.producer, r.started_at, r.explanation) for r in rows]
 
     assert found(109) == []
     # since the send that took in-flight from 0 to 1 (at 10), not the ack before it (at 2)
-    assert found(110) == [
+    in_progress = [
         (
             "outage_in_progress",
             "p1",
@@ -67,6 +75,8 @@ def test_an_outage_is_in_progress_from_the_first_backoff_step_until_acks_resume(
             "(outage in progress)",
         )
     ]
+    assert found(110) == in_progress
+    assert found(None) == in_progress  # a state from before seen_until: the run's clock
     resumed = folds(0, RESUMED).state.streams
     assert outages_in_progress(resumed, _clock(spark, 900, RESUMED), STEP_MS).count() == 0
 
