@@ -151,6 +151,21 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
     (opts.out / "logs" / "client").mkdir(parents=True, exist_ok=True)
     # the cluster's logs from here on, rolled into --out as the run goes when it rolls
     logs = runlogs.LogRoller(runlogs.mark(state), opts.out / "logs", opts.roll_s)
+    try:
+        return _capture_rolling(opts, state, topic, admin, precreated, logs)
+    finally:
+        logs.stop()  # a run that failed early: no thread copies on into --out
+
+
+def _capture_rolling(
+    opts: CaptureOptions,
+    state: ClusterState | None,
+    topic: TopicName,
+    admin: Admin,
+    precreated: str | None,
+    logs: runlogs.LogRoller,
+) -> dict:
+    """The run itself, its cluster's logs rolled by `logs` (closed at its end)."""
     client_log = opts.out / "logs" / "client" / "client.log"
     if opts.roll_s:  # the client's log too, from a name no reader takes
         client_log = live_name(client_log)
@@ -204,8 +219,10 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
         client.close()
         spool.close()
         zk_rows = zk_capture.stop()
-        copied = logs.close()
-        runlogs.seal_live(opts.out / "logs")  # the consumer processes' logs, whole now
+        try:
+            copied = logs.close()
+        finally:
+            runlogs.seal_live(opts.out / "logs")  # the consumer processes' logs, whole now
     events = spool.durable + sum(
         p.get("events", 0) for p in summary["consume"].get("consumers", [])
     )

@@ -113,6 +113,9 @@ class LogRoller:
             for name, info in self.marks.items():
                 source = Path(info["source"])
                 size = source.stat().st_size if source.exists() else 0
+                if size < self._offsets[name]:  # truncated or replaced: a new log from its start
+                    log.warning("log %s shrank below what was rolled: rolling it anew", source)
+                    self._offsets[name] = 0
                 quiet = final or self._sizes.get(name) == size
                 self._sizes[name] = size
                 if size <= self._offsets[name]:
@@ -123,7 +126,6 @@ class LogRoller:
                 cut = len(chunk) if final else complete_entries(chunk, quiet)
                 if cut:
                     self._write_segment(name, info, chunk[:cut])
-                    self._offsets[name] += cut
 
     def _write_segment(self, name: str, info: dict, data: bytes) -> None:
         target = self.dest / info["component"] / f"{name}.{self._segments[name]:05d}.log"
@@ -131,18 +133,24 @@ class LogRoller:
         writing = target.with_name(target.name + OPEN_SUFFIX)
         writing.write_bytes(data)
         writing.rename(target)  # whole, under the name the watch takes
+        # in place now: its bytes are rolled, whatever happens next
+        self._offsets[name] += len(data)
         self._segments[name] += 1
-        self._row(name, info, target)
+        self._row(name, info, target, len(data))
 
-    def _row(self, name: str, info: dict, target: Path) -> None:
+    def _row(self, name: str, info: dict, target: Path, size: int) -> None:
         row = {"file": str(target.relative_to(self.dest)), "process": name, **info}
-        self.rows.append(row | {"bytes": target.stat().st_size})
+        self.rows.append(row | {"bytes": size})
 
-    def close(self, settle_s: float = 0.5) -> list[dict]:
-        """The rest of every log copied; the manifest written; its rows returned."""
+    def stop(self) -> None:
+        """No more rolling (what was rolled stays); `close` does it too."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+
+    def close(self, settle_s: float = 0.5) -> list[dict]:
+        """The rest of every log copied; the manifest written; its rows returned."""
+        self.stop()
         if not self.marks:
             return []
         time.sleep(settle_s)  # the last lines of the run reach the file (log4j flushes per line)
@@ -166,7 +174,7 @@ class LogRoller:
             src.seek(info["offset"])
             while chunk := src.read(1 << 20):
                 out.write(chunk)
-        self._row(name, info, target)
+        self._row(name, info, target, target.stat().st_size)
 
 
 def copy_since(marks: dict[str, dict], dest: Path, settle_s: float = 0.5) -> list[dict]:

@@ -36,7 +36,7 @@ from jobs.live_reconcile import ended_runs, pending_runs, record_reconciled, set
 from jobs.live_source import input_files
 from jobs.live_state import Judged, finding_ids, fold_batch, judge
 from jobs.stages import Progress, stage
-from pipelines.causes_job import attach_provisional_causes
+from pipelines.causes_job import attach_causes, attach_provisional_causes
 from pipelines.infra_events import refresh_infra_events
 from pipelines.runs_job import run_pipeline
 from pulsar_audit.config import Config
@@ -50,6 +50,10 @@ from serve.alerts import alerts_for_provisional
 from serve.summary import runs_of_files
 
 log = logging.getLogger(__name__)
+
+# The tables whose contract grew since watches first wrote them (pulsar_audit/schemas.py):
+# gold.provisional's causes, live_in_flight's nullable sent_at, live_streams' clock and seqs.
+UPGRADED = ("provisional", "live_in_flight", "live_streams")
 
 # Called after each micro-batch with its id, its files' paths and the runs it judged (a live
 # view, the lines a capture beside the watch prints).
@@ -130,18 +134,18 @@ class Watch:
                     job = DeferredLakehouse(self.lakehouse)
                     try:
                         with self.lakehouse.exclusive("ingest"):
-                            judged, rebuilt = self._take_in(job, files, batch_id)
+                            judged, infra = self._take_in(job, files, batch_id)
                             with stage("commit", self.progress):
                                 job.commit()
                     finally:
                         job.release()
                 else:
-                    judged, rebuilt = self._take_in(self.lakehouse, files, batch_id)
+                    judged, infra = self._take_in(self.lakehouse, files, batch_id)
                 # on what is committed: a finding or a send is never deferred
                 if judged.runs:
                     with stage("provisional findings", self.progress):
                         judge(self.lakehouse, judged, batch_id)
-                if judged.runs or rebuilt:  # new findings, or new events to explain them
+                if judged.runs or infra:  # new findings, or new events to explain them
                     with stage("causes", self.progress):
                         attach_provisional_causes(self.lakehouse, self.config, batch_id)
                 if judged.runs:
@@ -160,23 +164,24 @@ class Watch:
         self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int
     ) -> tuple[Judged, bool]:
         """Ingest a micro-batch's files, fold their trace events into the live state, and
-        rebuild the infrastructure timeline when logs or ZooKeeper captures came; (what the
-        fold judged, whether the timeline was rebuilt)."""
+        bring the infrastructure timeline up to date when logs or ZooKeeper captures came;
+        (what the fold judged, whether logs or captures came)."""
         root = FileStore(lakehouse.spark).normalize(self.path)
         inputs = classify(root, files, lambda f: f.path)
         # traces beside logs and captures, as analyze ingests them; the table checks judge the
         # runs whole: an incremental form measured 4x slower on a 10^4 run (docs/live.md)
         _, infra = ingest_inputs(lakehouse, self.path, True, inputs, self.progress)
-        rebuilt = False
-        if infra["log_files"] + infra["zk_files"]:
+        came = bool(inputs.logs or inputs.zk)
+        if came:  # a replayed micro-batch's files are ingested already: compared, not assumed
             with stage("infrastructure timeline", self.progress):
-                rebuilt = refresh_infra_events(lakehouse, changed=True)
+                new = infra["log_files"] + infra["zk_files"] > 0
+                refresh_infra_events(lakehouse, changed=new)
         # the batch's runs from the files' lineage: a batch replayed after a crash, whose
         # files are ingested already, judges them again
         paths = [f.path for f in inputs.traces]
         runs = runs_of_files(lakehouse, paths) if paths else []
         with stage("live state", self.progress):
-            return fold_batch(lakehouse, self.config, paths, runs, batch_id), rebuilt
+            return fold_batch(lakehouse, self.config, paths, runs, batch_id), came
 
     def reconcile_pending(self) -> None:
         """Between micro-batches (none runs meanwhile): the runs the live state has ended
@@ -191,6 +196,9 @@ class Watch:
             runs = sorted(pending)
             with stage(f"reconcile ended runs: {len(runs)}", self.progress):
                 run_pipeline(self.lakehouse, self.config, run_ids=runs, progress=self.progress)
+                # the pipeline leaves causes empty: ranked as analyze ranks them, before the
+                # confirmed findings take them
+                attach_causes(self.lakehouse, self.config, runs)
                 settle(self.lakehouse, pending, runs)
                 record_reconciled(self.lakehouse, pending)
 
@@ -244,8 +252,10 @@ class Watch:
         runs = sorted({r["run_id"] for r in found["runs"]} | self.done.runs | set(pending))
         reconciled = runs if self.options.final else ended_runs(self.lakehouse, runs)
         # a run the live state ended is closed in the micro-batch that ended it
-        settle(self.lakehouse, {r: pending.get(r, self.done.last_batch) for r in runs}, reconciled)
-        record_reconciled(self.lakehouse, {r: b for r, b in pending.items() if r in reconciled})
+        closing = {r: pending.get(r, self.done.last_batch) for r in runs}
+        settle(self.lakehouse, closing, reconciled)
+        # a run settled whole here is no longer watched (its findings keep analyze's causes)
+        record_reconciled(self.lakehouse, {r: closing[r] for r in reconciled})
         sent = alert(self.lakehouse, self.config, runs) if runs else {}
         return {
             "batches": self.done.batches,
@@ -282,4 +292,5 @@ def watch(
 ) -> dict[str, Any]:
     """`pulsar-audit watch PATH`: see the module's docstring."""
     lakehouse.create_all()
+    lakehouse.upgrade(UPGRADED)  # a lakehouse a watch of an older contract wrote
     return Watch(lakehouse, config, path, options, progress, after_batch).run()

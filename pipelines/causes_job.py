@@ -171,7 +171,7 @@ def attach_causes(lakehouse: Lakehouse, config: Config, runs: list[str] | None =
 
 def attach_provisional_causes(lakehouse: Lakehouse, config: Config, batch_id: int) -> bool:
     """Rank the causes of the open and confirmed provisional findings of the runs `watch`
-    still watches (`live.watched_runs`) from the infrastructure timeline as it is now, by the
+    still watches (`live.ranked_live`) from the infrastructure timeline as it is now, by the
     same rules and windows as the batch findings'; only rows whose causes changed are
     rewritten, with `causes_batch` micro-batch `batch_id`. False (nothing ranked) while no
     log or ZooKeeper change was ever taken in.
@@ -180,13 +180,9 @@ def attach_provisional_causes(lakehouse: Lakehouse, config: Config, batch_id: in
     if not lakehouse.written("infra_events"):
         return False
     watched = live.watched_runs(lakehouse.read("live_runs"), lakehouse.read("live_reconciled"))
-    rows = (
-        lakehouse.read("provisional")
-        .filter(F.col("state").isin(live.OPEN, live.CONFIRMED))
-        .join(watched.select("run_id"), ["run_id"], how="left_semi")
-    )
+    rows = live.ranked_live(lakehouse.read("provisional"), watched)
     ranked = rank_causes(
-        live.as_findings(rows, watched),
+        live.as_findings(rows, watched, lakehouse.read("live_streams")),
         lakehouse.read("infra_events"),
         cause_rules(lakehouse.spark),
         config.pipeline.cause_before_ms,

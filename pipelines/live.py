@@ -221,33 +221,40 @@ def seen_closed(closed: DataFrame, provisional: DataFrame, batch_id: int) -> Dat
     )
 
 
-def as_findings(provisional: DataFrame, clock: DataFrame) -> DataFrame:
+def as_findings(
+    provisional: DataFrame, clock: DataFrame, streams: DataFrame | None = None
+) -> DataFrame:
     """Open and confirmed provisional findings as the correlation's findings (finding_id,
     kind, topic, partition, start, end: `pipelines.correlate.rank_causes`), each ranked by the
     rules of the batch kind it stands for (RANKED_AS).
 
-    An outage ends where its stretch ended once closed, and at its run's `now` while it is in
-    progress (clock: run_id, now; the window then grows with the run, as the outage does); a
-    finding of messages spans its first message (a suspected loss gets the batch `lost`'s
-    longer window after it). Withdrawn findings are not ranked."""
+    An outage ends where its stretch ended once closed, and while it is in progress at its
+    producer's latest event folded (streams: LIVE_STREAMS' `seen_until`; the window grows
+    with the outage), else at its run's `now` (clock: run_id, now); a finding of messages
+    spans its first message (a suspected loss gets the batch `lost`'s longer window after
+    it). Withdrawn findings are not ranked."""
     ranked_as = F.create_map(*[F.lit(x) for pair in RANKED_AS.items() for x in pair])
     closed_end = F.timestamp_micros(
         F.unix_micros("started_at") + (F.col("duration_ms") * 1000).cast("long")
     )
     end = F.when(
-        F.col("kind") == OUTAGE_IN_PROGRESS, F.coalesce(closed_end, "now", "started_at")
+        F.col("kind") == OUTAGE_IN_PROGRESS,
+        F.coalesce(closed_end, "seen_until", "now", "started_at"),
     ).otherwise(F.col("started_at"))
-    return (
-        provisional.filter(F.col("state").isin(OPEN, CONFIRMED) & F.col("started_at").isNotNull())
-        .join(clock.select("run_id", "now"), ["run_id"], how="left")
-        .select(
-            "finding_id",
-            ranked_as[F.col("kind")].alias("kind"),
-            "topic",
-            "partition",
-            F.col("started_at").alias("start"),
-            end.alias("end"),
-        )
+    found = provisional.filter(
+        F.col("state").isin(OPEN, CONFIRMED) & F.col("started_at").isNotNull()
+    ).join(clock.select("run_id", "now"), ["run_id"], how="left")
+    if streams is None:
+        found = found.withColumn("seen_until", F.lit(None).cast("timestamp"))
+    else:
+        found = found.join(streams.select(*STREAM, "seen_until"), STREAM, how="left")
+    return found.select(
+        "finding_id",
+        ranked_as[F.col("kind")].alias("kind"),
+        "topic",
+        "partition",
+        F.col("started_at").alias("start"),
+        end.alias("end"),
     )
 
 
@@ -360,14 +367,27 @@ def resolved(
 
 
 def watched_runs(runs: DataFrame, reconciled: DataFrame) -> DataFrame:
-    """(run_id, now) of the runs a watch has folded and not reconciled since (live_runs,
-    live_reconciled): those whose provisional findings can still gain causes live."""
+    """(run_id, now, reconciled_batch) of the runs a watch has folded and not reconciled
+    since (live_runs, live_reconciled): those whose provisional findings can still gain
+    causes live (those it settled at a reconciliation keep the batch finding's)."""
     return (
         runs.join(reconciled, ["run_id"], how="left")
         .filter(
             F.col("reconciled_batch").isNull() | (F.col("reconciled_batch") < F.col("folded_batch"))
         )
-        .select("run_id", "now")
+        .select("run_id", "now", "reconciled_batch")
+    )
+
+
+def ranked_live(provisional: DataFrame, watched: DataFrame) -> DataFrame:
+    """The provisional findings whose causes the watch ranks: those of the watched runs
+    (`watched_runs`) that are open, or were confirmed by a micro-batch after the run's last
+    reconciliation."""
+    settled_since = F.col("closed_batch") > F.coalesce("reconciled_batch", F.lit(-1))
+    return (
+        provisional.join(watched.select("run_id", "reconciled_batch"), ["run_id"], how="inner")
+        .filter((F.col("state") == OPEN) | ((F.col("state") == CONFIRMED) & settled_since))
+        .drop("reconciled_batch")
     )
 
 

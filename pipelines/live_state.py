@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from pipelines.common import MESSAGE_KEY, event_order, is_ack
+from pipelines.common import MESSAGE_KEY, event_order, is_ack, is_send
 from pipelines.detect_duplicated import detect_duplicated, run_deduplication
 from pipelines.detect_outages import (
     STREAM,
@@ -109,7 +109,7 @@ def fold(
     as silver.delivery rows (`pipelines.silver.build_delivery`). keep: applied to what
     several state tables are derived from (the per-message aggregate, the counted in-flight
     changes, the consumers), so that a caller can compute each once (a checkpoint)."""
-    messages = keep(_messages(producer_events, state.in_flight, delivery))
+    messages = keep(_messages(producer_events, state.in_flight, delivery, state.streams))
     prior = state.streams.select(
         *STREAM,
         F.col("in_flight").alias("before_in_flight"),
@@ -133,15 +133,36 @@ def fold(
     return Folded(folded, closed)
 
 
-def _messages(producer_events: DataFrame, in_flight: DataFrame, delivery: DataFrame) -> DataFrame:
+def _sent_upto(streams: DataFrame, producer_events: DataFrame) -> DataFrame:
+    """(STREAM, sent_upto): the highest seq each producer has sent, the state's and the
+    batch's."""
+    batch = (
+        producer_events.filter(is_send() & F.col("seq").isNotNull())
+        .withColumnRenamed("client", "producer")
+        .groupBy(*STREAM)
+        .agg(F.max("seq").alias("batch_upto"))
+    )
+    return (
+        streams.select(*STREAM, "sent_upto")
+        .join(batch, STREAM, how="full")
+        .select(*STREAM, F.greatest("sent_upto", "batch_upto").alias("sent_upto"))
+    )
+
+
+def _messages(
+    producer_events: DataFrame, in_flight: DataFrame, delivery: DataFrame, streams: DataFrame
+) -> DataFrame:
     """Per message the batch or the state knows open: `sent_at` (the state's send, else the
     batch's), `prior_sent_at` (the state's), `completed_at`, `ack_ts` (the batch's) and
     `delivered_to` with the batch's deliveries.
 
     A message delivered before any micro-batch brought its send (each client rolls its own
     files, so a consumer's file can land before the producer's) is kept with `sent_at` null
-    and its deliveries: once the send and the ack come, the subscriptions that got it do not
-    await it. A completion of a message never sent is ignored, as the batch detectors do."""
+    and its deliveries, while its seq is above the highest its producer has sent
+    (`_sent_upto`): once the send and the ack come, the subscriptions that got it do not
+    await it. A delivery at or below it of a message not in flight was completed before (the
+    usual order) or never sent in the trace: not kept. A completion of a message never sent
+    is ignored, as the batch detectors do."""
     batch = (
         producer_events.filter(F.col("seq").isNotNull())
         .withColumnRenamed("client", "producer")
@@ -159,14 +180,13 @@ def _messages(producer_events: DataFrame, in_flight: DataFrame, delivery: DataFr
     )
     got = delivery.groupBy(*MESSAGE_KEY).agg(F.collect_set("subscription").alias("got"))
     no_subscriptions = F.array().cast("array<string>")
+    sent = F.coalesce("prior_sent_at", "batch_sent_at").isNotNull()
+    upto = _sent_upto(streams, producer_events)
     return (
         batch.join(prior, MESSAGE_KEY, how="full")
         .join(got, MESSAGE_KEY, how="full")
-        .filter(
-            F.coalesce("prior_sent_at", "batch_sent_at").isNotNull()
-            | F.col("prior_delivered_to").isNotNull()  # in the state, sent or delivered
-            | F.col("got").isNotNull()
-        )
+        .join(upto, STREAM, how="left")
+        .filter(sent | (F.col("seq") > F.coalesce("sent_upto", F.lit(-1))))
         .select(
             *MESSAGE_KEY,
             F.coalesce("prior_sent_at", "batch_sent_at").alias("sent_at"),
@@ -182,9 +202,10 @@ def _messages(producer_events: DataFrame, in_flight: DataFrame, delivery: DataFr
 
 
 def _streams(streams: DataFrame, counted: DataFrame, producer_events: DataFrame) -> DataFrame:
-    """LIVE_STREAMS: per producer, in flight after its last change, the latest completion and
-    rise, and its latest event; a producer with nothing in flight leaves (its next send is a
-    rise after them)."""
+    """LIVE_STREAMS: per producer, in flight after its last change (0: none; its next send is
+    a rise after its latest completion and rise), the latest completion and rise, its latest
+    event and the highest seq it has sent. One row per producer stream: the state stays as
+    small as the number of producers."""
     last = F.struct("ord", (-F.col("delta")).alias("later"))  # completions after sends
     batch = counted.groupBy(*STREAM).agg(
         F.max_by("in_flight", last).alias("batch_in_flight"),
@@ -198,16 +219,23 @@ def _streams(streams: DataFrame, counted: DataFrame, producer_events: DataFrame)
     )
     merged = (
         streams.join(batch, STREAM, how="full")
-        .join(seen, STREAM, how="left")
+        .join(seen, STREAM, how="full")
+        .join(
+            _sent_upto(streams, producer_events).withColumnRenamed("sent_upto", "upto"),
+            STREAM,
+            how="left",
+        )  # fmt: skip
         .select(
             *STREAM,
-            F.coalesce("batch_in_flight", "in_flight").alias("in_flight"),
+            F.coalesce("batch_in_flight", "in_flight", F.lit(0)).alias("in_flight"),
             F.greatest("last_completion", "completion").alias("last_completion"),
             F.greatest("last_rise", "rise").alias("last_rise"),
             F.greatest("seen_until", "seen").alias("seen_until"),
+            "upto",
         )
+        .withColumnRenamed("upto", "sent_upto")
     )
-    return conform(merged.filter(F.col("in_flight") > 0), LIVE_STREAMS)
+    return conform(merged, LIVE_STREAMS)
 
 
 def _first_deliveries(delivery: DataFrame) -> DataFrame:

@@ -34,7 +34,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation
@@ -84,6 +84,7 @@ class _Write:
     matches: tuple[Match, ...] = ()
     keys: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+    compared: tuple[str, ...] = ()  # an update: set `columns` where these differ (all: none)
 
 
 @dataclass
@@ -227,10 +228,13 @@ class DeferredLakehouse(Lakehouse):
         frame, rows = self._kept(table, df)
         self._pend(table, _Write("merge", frame, rows, keys=keys))
 
-    def update_changed(self, table: str, df: DataFrame, columns: list[str]) -> None:
+    def update_changed(  # type: ignore[override]
+        self, table: str, df: DataFrame, columns: list[str], compared: list[str] | None = None
+    ) -> None:
         keys = tuple(self.spec(table).key)
         frame = df.select(*keys, *columns).localCheckpoint(eager=True)
-        self._pend(table, _Write("update", frame, keys=keys, columns=tuple(columns)))
+        update = _Write("update", frame, keys=keys, columns=tuple(columns))
+        self._pend(table, replace(update, compared=tuple(compared or ())))
 
     def append(self, table: str, df: DataFrame) -> int:
         frame, rows = self._kept(table, df)
@@ -364,10 +368,16 @@ def _apply(base: DataFrame, write: _Write | list[_Write]) -> DataFrame:
             write.frame.select(*keys).alias("s"), same_keys(keys, "t", "s"), how="left_anti"
         )
         return kept.unionByName(write.frame.select(*columns))
-    # update: the matched rows take the new values of `columns`, the rest keep theirs
+    # update: the matched rows take the new values of `columns` (where the `compared` ones
+    # differ, when given), the rest keep theirs
     updates = write.frame.withColumn("_hit", F.lit(True))
     joined = base.alias("t").join(updates.alias("s"), same_keys(keys, "t", "s"), how="left")
     hit = F.col("s._hit").isNotNull()
+    if write.compared:
+        differs = F.lit(False)
+        for c in write.compared:
+            differs = differs | ~F.col(f"t.{c}").eqNullSafe(F.col(f"s.{c}"))
+        hit = hit & differs
     return joined.select(
         *[
             F.when(hit, F.col(f"s.{c}")).otherwise(F.col(f"t.{c}")).alias(c)
@@ -402,7 +412,7 @@ def _coalesced(lakehouse: DeferredLakehouse, writes: list[_Write]) -> list[_Writ
                 how="left_anti",
             )
             if not rest.isEmpty():
-                out.append(_Write("update", rest, keys=write.keys, columns=write.columns))
+                out.append(replace(write, frame=rest))
         else:
             out.append(write)
     return out
@@ -420,4 +430,6 @@ def _write_through(lakehouse: DeferredLakehouse, table: str, write: _Write) -> N
     elif write.kind == "merge":
         Lakehouse.merge(lakehouse, table, write.frame, write.keys)
     else:
-        Lakehouse.update_changed(lakehouse, table, write.frame, list(write.columns))
+        Lakehouse.update_changed(
+            lakehouse, table, write.frame, list(write.columns), list(write.compared) or None
+        )

@@ -159,6 +159,43 @@ class Lakehouse:
         log.info("created table %s at %s", table, self.location(table))
         return True
 
+    def upgrade(self, tables: Iterable[str]) -> list[str]:
+        """Bring existing `tables` of an older contract up to the current one where Delta
+        can do it in place: nullable columns added since are added, and a column the contract
+        now allows to be null loses its NOT NULL. The tables changed.
+
+        A read already shows the added columns as null (`with_added_columns`), but a MERGE
+        names the table's own columns, and an overwrite keeps its NOT NULL constraints; one
+        schema read per table, so a job calls it only for the tables whose contract grew."""
+        changed = []
+        for table in tables:
+            if not self.exists(table):
+                continue
+            found = {f.name: f for f in self._delta(table).toDF().schema.fields}
+            name = self._sql_name(table)
+            statements = []
+            added = [
+                f for f in self.spec(table).schema.fields if f.name not in found and f.nullable
+            ]
+            if added:
+                columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
+                statements.append(f"ALTER TABLE {name} ADD COLUMNS ({columns})")
+            for f in self.spec(table).schema.fields:
+                if f.nullable and f.name in found and not found[f.name].nullable:
+                    statements.append(f"ALTER TABLE {name} ALTER COLUMN `{f.name}` DROP NOT NULL")
+            for statement in statements:
+                self._retry(table, "upgrade", lambda s=statement: self.spark.sql(s))
+                log.info("upgraded %s: %s", table, statement)
+            if statements:
+                changed.append(table)
+        return changed
+
+    def _sql_name(self, table: str) -> str:
+        """The table as Spark SQL names it."""
+        if self.config.storage == "path":
+            return f"delta.`{self.location(table)}`"
+        return self._delta_name(table)
+
     def _property_defaults(self) -> bool:
         """Whether the session sets default table properties (Delta's CREATE TABLE would
         write them into a new table's metadata: then Delta creates the tables itself)."""

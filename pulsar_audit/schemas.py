@@ -556,9 +556,11 @@ LIVE_IN_FLIGHT = T.StructType(
     ]
 )
 
-# One producer (and partition) with messages in flight: how many, its latest completion and
-# the send that took it from 0 to 1 (where an outage would start); seen_until: its latest
-# event folded (what is known of it: its later events are in files not taken yet).
+# One producer (and partition) seen so far: its messages in flight (0: none), its latest
+# completion and the send that took it from 0 to 1 (where an outage would start); seen_until:
+# its latest event folded (what is known of it: its later events are in files not taken yet);
+# sent_upto: the highest seq it has sent (a delivery of a seq at or below it whose message is
+# not in flight was completed before, or never sent in the trace: nothing to wait for).
 LIVE_STREAMS = T.StructType(
     [
         _f("run_id", _STR, False),
@@ -569,6 +571,7 @@ LIVE_STREAMS = T.StructType(
         _f("last_completion", _TS),
         _f("last_rise", _TS),
         _f("seen_until", _TS),
+        _f("sent_upto", _LONG),
     ]
 )
 

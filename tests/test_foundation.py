@@ -118,6 +118,41 @@ def test_replace_runs_replaces_only_those_runs(spark, lakehouse: Lakehouse):
     assert got == [(hostile, "new"), ("keep", "k")]
 
 
+def test_a_table_of_an_older_contract_is_upgraded_in_place(spark, lakehouse: Lakehouse):
+    """A watch's tables written before their contract grew: the columns added since are
+    added, a NOT NULL the contract dropped is dropped; a MERGE naming the new column and a
+    null in the loosened one then work; a second upgrade changes nothing."""
+    from pulsar_audit.delta_log import create_local_table
+    from pulsar_audit.schemas import LIVE_IN_FLIGHT, PROVISIONAL
+
+    def older(table: str, schema: T.StructType, drop: set[str], strict: set[str]) -> None:
+        fields = [
+            T.StructField(f.name, f.dataType, f.nullable and f.name not in strict)
+            for f in schema.fields
+            if f.name not in drop
+        ]
+        # as `Lakehouse.create` writes a table's first commit (NOT NULL kept in its schema)
+        path = Path(lakehouse.location(table))
+        create_local_table(path, T.StructType(fields), lakehouse.spec(table).properties())
+
+    older("provisional", PROVISIONAL, {"causes", "causes_batch"}, set())
+    older("live_in_flight", LIVE_IN_FLIGHT, set(), {"sent_at"})
+
+    assert lakehouse.upgrade(["provisional", "live_in_flight", "alerts"]) == [
+        "provisional",
+        "live_in_flight",
+    ]
+
+    columns = {f.name: f for f in lakehouse._delta("provisional").toDF().schema.fields}
+    assert {"causes", "causes_batch"} <= set(columns)
+    in_flight = lakehouse._delta("live_in_flight").toDF().schema
+    assert in_flight["sent_at"].nullable
+    delivered_only = [("r1", "t", -1, "p1", 7, None, ["s1"])]
+    lakehouse.overwrite("live_in_flight", spark.createDataFrame(delivered_only, LIVE_IN_FLIGHT))
+    assert [r.seq for r in lakehouse.read("live_in_flight").collect()] == [7]
+    assert lakehouse.upgrade(["provisional", "live_in_flight"]) == []
+
+
 def test_sql_string_literal_escapes_quotes_and_backslashes(spark):
     value = "a'b\\c"
     assert spark.sql(f"SELECT {sql_string_literal(value)} AS v").first().v == value

@@ -142,13 +142,13 @@ def test_causes_scope(current_before: bool, rebuilt: bool, expected) -> None:  #
     assert causes_scope(current_before, rebuilt, ["a"]) == expected
 
 
-def _provisional(finding_id: str, run_id: str, kind: str, state: str) -> dict:
+def _provisional(finding_id: str, run_id: str, kind: str, state: str, **over: object) -> dict:
     row = {f.name: None for f in PROVISIONAL.fields}
     return {
         **row, "finding_id": finding_id, "kind": kind, "run_id": run_id, "topic": TOPIC,
         "partition": -1, "producer": "p1", "started_at": T0, "first_seen_batch": 1,
         "first_seen_at": T0, "state": state, "explanation": "x", "causes": [],
-        "seq_from": 1 if kind == "suspected_loss" else None,
+        "seq_from": 1 if kind == "suspected_loss" else None, **over,
     }  # fmt: skip
 
 
@@ -163,16 +163,24 @@ def test_provisional_findings_of_watched_runs_gain_causes_as_events_arrive(
 ) -> None:
     spark = lakehouse.spark
     lakehouse.create_all()
+    closed = {"closed_batch": 2, "duration_ms": 1000.0}  # confirmed: its stretch was 1 s
     rows = [
         _provisional("a-outage", "a", "outage_in_progress", "open"),
+        _provisional("a-closed", "a", "outage_in_progress", "confirmed", **closed),
         _provisional("a-loss", "a", "suspected_loss", "open"),
         _provisional("a-withdrawn", "a", "outage_in_progress", "withdrawn"),
         _provisional("b-outage", "b", "outage_in_progress", "open"),  # reconciled: left alone
+        # folded again since its reconciliation (batch 3): its open finding is ranked, the one
+        # the reconciliation confirmed keeps the batch finding's causes
+        _provisional("c-open", "c", "outage_in_progress", "open"),
+        _provisional("c-settled", "c", "outage_in_progress", "confirmed", closed_batch=3),
     ]
     lakehouse.append("provisional", spark.createDataFrame(rows, PROVISIONAL))
     now = T0 + timedelta(seconds=3)  # the runs' clock: the outage has lasted 3 s so far
-    lakehouse.append("live_runs", spark.createDataFrame([("a", now, 2), ("b", now, 1)], LIVE_RUNS))
-    lakehouse.append("live_reconciled", spark.createDataFrame([("b", 1, now)], LIVE_RECONCILED))
+    runs = [("a", now, 2), ("b", now, 1), ("c", now, 5)]
+    lakehouse.append("live_runs", spark.createDataFrame(runs, LIVE_RUNS))
+    reconciled = [("b", 1, now), ("c", 3, now)]
+    lakehouse.append("live_reconciled", spark.createDataFrame(reconciled, LIVE_RECONCILED))
 
     assert not attach_provisional_causes(lakehouse, config, 3)  # no log ever taken in
     # the unload (just before the outage began) and the new owner (2 s into it) arrive
@@ -180,13 +188,18 @@ def test_provisional_findings_of_watched_runs_gain_causes_as_events_arrive(
     lakehouse.append("infra_events", spark.createDataFrame(events, INFRA_EVENTS))
     assert attach_provisional_causes(lakehouse, config, 4)
 
+    both = ["bundle_unload_started", "bundle_ownership_acquired"]
     assert _provisional_causes(lakehouse) == {
         # in progress: its window runs to the run's now, so the new owner counts too
-        "a-outage": ["bundle_unload_started", "bundle_ownership_acquired"],
+        "a-outage": both,
+        "a-closed": ["bundle_unload_started"],  # over after 1 s: the new owner came later
         "a-loss": [],  # an unload explains no loss
         "a-withdrawn": [],
         "b-outage": [],
+        "c-open": both,
+        "c-settled": [],
     }
     batches = {r.finding_id: r.causes_batch for r in lakehouse.read("provisional").collect()}
-    # only the changed row was rewritten, with the micro-batch that changed it
-    assert batches == {"a-outage": 4, "a-loss": None, "a-withdrawn": None, "b-outage": None}
+    # only the changed rows were rewritten, with the micro-batch that changed them
+    assert {k for k, v in batches.items() if v is not None} == {"a-outage", "a-closed", "c-open"}
+    assert set(batches.values()) == {4, None}

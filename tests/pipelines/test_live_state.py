@@ -92,6 +92,8 @@ def test_a_message_acked_and_not_delivered_is_awaited_until_it_arrives(folds) ->
 
     state = folds(2, AWAITED).state
     assert state.awaiting.count() == 0
+    # seq 2's delivery came after its ack: nothing is kept of it; seq 4 is still in flight
+    assert _rows(state.in_flight, "seq") == [(4,)]
     assert _rows(ended(state.consumers), "run_id", "subscription", "all_ended") == [
         (AWAITED, "s1", True)
     ]
@@ -121,5 +123,6 @@ def test_a_delivery_folded_before_its_send_is_not_awaited_once_the_send_comes(fo
     # seq 3 is awaited (acked, not delivered); seq 1 and 2 are not: s1 got them already
     assert _rows(state.awaiting, "subscription", "seq") == [("s1", 3)]
     assert _rows(state.in_flight, "seq") == [(4,)]
+    assert _rows(state.streams, "in_flight", "sent_upto", "seen_until") == [(1, 4, at(1500))]
     clock = state.runs.select("run_id", "now")
     assert _rows(suspected_losses(state.awaiting, clock, 0), "seq_from", "seq_to") == []
