@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from live_trace import RUN, write_chunk
+from live_trace import RUN, write_broker_log, write_chunk
 from watch_results import AFTER_CHUNK_3, findings
 
 from jobs.live import Watch, WatchOptions, provisional_rows
@@ -36,13 +36,19 @@ def test_an_ended_run_noted_by_its_micro_batch_is_reconciled_by_the_restarted_wa
     options = WatchOptions(checkpoint=str(tmp_path / "checkpoint"), once=True)
     first = Watch(lakehouse, config, landing, options)
     for batch_id, number in enumerate((1, 2, 3)):
-        path = write_chunk(landing, number)
-        first.on_batch(local_frame(lakehouse.spark, [(str(path),)], "path string"), batch_id)
+        paths = [write_chunk(landing, number)]
+        if number == 1:  # the broker's log of the unload comes with the first chunk
+            paths.append(write_broker_log(landing))
+        rows = [(str(path),) for path in paths]
+        first.on_batch(local_frame(lakehouse.spark, rows, "path string"), batch_id)
 
     # chunk 3 ends the run: the micro-batch noted it and returned; the watch is killed here
     assert findings({"provisional": provisional_rows(lakehouse, [RUN])}) == NOT_RECONCILED
     assert pending_runs(lakehouse) == {RUN: 2}
     assert lakehouse.read("anomalies").count() == 0
+    # the outage got its causes live, in the micro-batch that opened it with the log
+    [live] = [r for r in provisional_rows(lakehouse, [RUN]) if r["kind"] == "outage_in_progress"]
+    assert (live["causes"][0]["event_type"], live["causes_batch"]) == ("bundle_unload_started", 0)
 
     Watch(lakehouse, config, landing, options).reconcile_pending()  # as the restart does
 
@@ -50,6 +56,11 @@ def test_an_ended_run_noted_by_its_micro_batch_is_reconciled_by_the_restarted_wa
     assert findings({"provisional": reconciled}) == AFTER_CHUNK_3
     [lost] = lakehouse.read("anomalies").filter("kind = 'lost'").collect()
     assert lost.anomaly_id in {r["resolved_by"] for r in reconciled}
+    # the reconciliation ranked the run's batch outage before the confirmed one took its causes
+    [outage] = [r for r in reconciled if r["kind"] == "outage_in_progress"]
+    [batch] = lakehouse.read("outages").filter(f"outage_id = '{outage['resolved_by']}'").collect()
+    assert batch.causes and batch.causes[0].event_type == "bundle_unload_started"
+    assert [c.asDict() for c in outage["causes"]] == [c.asDict() for c in batch.causes]
     assert pending_runs(lakehouse) == {}
     assert [
         (r.run_id, r.reconciled_batch) for r in lakehouse.read("live_reconciled").collect()
