@@ -65,6 +65,7 @@ class WorkerConfig:
     nack_every: int = 0
     nack_delay_ms: int = NACK_DELAY_MS
     roll_s: float | None = None  # roll its trace segment into place this often (Spool)
+    live_log: bool = False  # its client log under a name a watch does not take until the end
     consume_rate: float = 0.0  # receives per second until told to drain (0: unpaced)
 
     @property
@@ -133,7 +134,7 @@ def run(config: WorkerConfig) -> dict:
     """Subscribe, consume until told, return the summary (received, nacked, ended, ...)."""
     out = Path(config.out)
     log_file = out / "logs" / "client" / f"{config.name}.{config.incarnation}.log"
-    if config.roll_s:  # a watch takes a file once: it gets its name whole, at the end
+    if config.live_log:  # a watch takes a file once: it gets its name whole, at the end
         log_file = live_name(log_file)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     spool = Spool(out, prefix=config.prefix, roll_s=config.roll_s)

@@ -66,6 +66,9 @@ class CaptureOptions:
     consumer_churn: str | None = None  # kill | close: a live consumer leaves and comes back
     consume_rate: float = 0.0  # live consumers' receives per second until the drain (0: unpaced)
     roll_s: float | None = None  # trace files rolled into --out this often (None: at the end)
+    # with roll_s, the cluster's and client's logs and the ZooKeeper capture too (for a watch
+    # beside the run: `--watch`); else each log is one file per process, copied at the end
+    roll_logs: bool = False
 
     def check(self) -> None:
         """Refuse combinations the harness cannot run."""
@@ -150,7 +153,8 @@ def capture(opts: CaptureOptions, state: ClusterState | None = None) -> dict:
         admin.create_subscription(topic, precreated)
     (opts.out / "logs" / "client").mkdir(parents=True, exist_ok=True)
     # the cluster's logs from here on, rolled into --out as the run goes when it rolls
-    logs = runlogs.LogRoller(runlogs.mark(state), opts.out / "logs", opts.roll_s)
+    logs_roll_s = opts.roll_s if opts.roll_logs else None
+    logs = runlogs.LogRoller(runlogs.mark(state), opts.out / "logs", logs_roll_s)
     try:
         return _capture_rolling(opts, state, topic, admin, precreated, logs)
     finally:
@@ -167,7 +171,7 @@ def _capture_rolling(
 ) -> dict:
     """The run itself, its cluster's logs rolled by `logs` (closed at its end)."""
     client_log = opts.out / "logs" / "client" / "client.log"
-    if opts.roll_s:  # the client's log too, from a name no reader takes
+    if logs.roll_s:  # the client's log too, from a name no reader takes
         client_log = live_name(client_log)
         logs.add("client", "client", client_log)
     client = pulsar.Client(
@@ -178,7 +182,7 @@ def _capture_rolling(
     )
     spool = Spool(opts.out, prefix=f"trace-{opts.run_id}", roll_s=opts.roll_s)
     zk_capture = ZkWatch.start(
-        state, opts.out / "zk" / f"{opts.run_id}.zk.jsonl", roll_s=opts.roll_s
+        state, opts.out / "zk" / f"{opts.run_id}.zk.jsonl", roll_s=logs.roll_s
     )
     live = None
     if opts.consumers:
@@ -190,6 +194,7 @@ def _capture_rolling(
             opts.run_id,
             opts.out,
             roll_s=opts.roll_s,
+            live_logs=logs.roll_s is not None,
         )
     try:
         run = Recorder(spool, opts.run_id, topic.full, "run", "harness")

@@ -66,13 +66,14 @@ class LiveConsumers:
     def __init__(
         self, opts: LiveOptions, service_url: str, admin: Admin, topic: TopicName,
         run_id: str, out: Path, nack_delay_ms: int | None = None, roll_s: float | None = None,
+        live_logs: bool = False,
     ):  # fmt: skip
         self.opts, self.admin, self.topic = opts, admin, topic
         self.subscription = f"audit-{secrets.token_hex(4)}"
         self._base = {"service_url": service_url, "topic": topic.full, "run_id": run_id,
                       "subscription": self.subscription, "out": str(out),
                       "subscription_type": opts.subscription_type,
-                      "nack_every": opts.nack_every, "roll_s": roll_s,
+                      "nack_every": opts.nack_every, "roll_s": roll_s, "live_log": live_logs,
                       "consume_rate": opts.consume_rate}  # fmt: skip
         if nack_delay_ms is not None:
             self._base["nack_delay_ms"] = nack_delay_ms

@@ -113,6 +113,7 @@ def _capture_options(ctx: Context, state, scenario: str, urls: tuple | None = No
         consumer_churn=args.consumer_churn,
         consume_rate=args.consume_rate,
         roll_s=_roll_s(args),
+        roll_logs=args.watch,  # a watch beside the run takes the logs as they roll
     )
 
 
