@@ -29,7 +29,7 @@ from pathlib import Path
 
 from capture.processes import ClusterState
 from capture.spool import LIVE_SUFFIX, OPEN_SUFFIX
-from ingest.log_format import STARTS_WITH_DATE
+from pulsar_audit.log_lines import STARTS_GO_ENTRY, STARTS_WITH_DATE
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ COMPONENT = {
     "autorecovery": "bookie",
 }
 # where a log entry begins: a date (Java and C++ clients' layouts), or logrus' `time=` (Go)
-_ENTRY = re.compile(f"^(?:{STARTS_WITH_DATE.removeprefix('^')}|time=)".encode(), re.MULTILINE)
+_ENTRY = re.compile(f"{STARTS_WITH_DATE}|{STARTS_GO_ENTRY}".encode(), re.MULTILINE)
 
 
 def mark(state: ClusterState | None) -> dict[str, dict]:

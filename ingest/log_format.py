@@ -36,6 +36,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
+from pulsar_audit.log_lines import STARTS_WITH_DATE
 from pulsar_audit.schemas import NOT_A_LOG_ENTRY
 
 LEVELS = "TRACE|DEBUG|INFO|WARN|ERROR|FATAL"
@@ -90,7 +91,6 @@ LAYOUTS = (
 )
 GO_LOGGER = "pulsar-client-go"
 
-STARTS_WITH_DATE = r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
 # What may follow a log entry on lines of its own: a Java stack trace (exception class with or
 # without a message, frames, causes, suppressed, elided frames), a thread dump, a
 # pretty-printed JSON dump (Jackson's `"key" : value`), blank lines.
