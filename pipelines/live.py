@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from pipelines.common import seq_blocks, seq_range, stable_id, to_millis
+from pipelines.common import no_causes, seq_blocks, seq_range, stable_id, to_millis
 from pipelines.detect_outages import STREAM
-from pulsar_audit.schemas import CAUSE, PROVISIONAL, conform
+from pulsar_audit.schemas import PROVISIONAL, conform
 
 OPEN, CONFIRMED, WITHDRAWN = "open", "confirmed", "withdrawn"
 SUSPECTED_LOSS, OUTAGE_IN_PROGRESS = "suspected_loss", "outage_in_progress"
@@ -30,11 +29,6 @@ RANKED_AS = {
     OUTAGE_IN_PROGRESS: "outage",
     **{kind: kind for kind in SEEN_AS_THEY_ARE},
 }
-
-
-def no_causes() -> Column:
-    """An empty `causes` (not ranked yet)."""
-    return F.array().cast(T.ArrayType(CAUSE, False))
 
 
 def run_clock(producer_events: DataFrame, consumer_events: DataFrame) -> DataFrame:
