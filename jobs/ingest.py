@@ -28,21 +28,41 @@ def ingest_traces(
     path: str | Path,
     progress: Progress | None = None,
     listed: list[FileStat] | None = None,
+    table_checks: bool = True,
 ) -> IngestReport:
     """Ingest every new trace file under `path` (ingest/traces.py), then check the runs it
     touched; the report's runs are those checked.
 
     listed: the files under `path` when the caller has listed them already.
+    table_checks: False leaves the runs' table-level checks to a later call of
+    `check_stale_runs` (a `watch` micro-batch: a run still being written is judged whole once
+    it has ended); the report's runs are then those the ingest touched.
     """
     report = traces.ingest_traces(lakehouse, path, ROW_GATE, progress, listed)
+    if not table_checks:
+        return report
     # an ingest killed after its last manifest write but before the checks left runs unchecked
     runs = sorted(set(report.runs) | set(runs_with_stale_checks(lakehouse)))
+    _check(lakehouse, runs, progress)
+    return replace(report, runs=runs)
+
+
+def check_stale_runs(
+    lakehouse: Lakehouse, runs: list[str], progress: Progress | None = None
+) -> list[str]:
+    """The table-level checks of those of `runs` with a file ingested since their checks last
+    ran (or never checked); the runs checked."""
+    stale = sorted(set(runs_with_stale_checks(lakehouse)) & set(runs))
+    _check(lakehouse, stale, progress)
+    return stale
+
+
+def _check(lakehouse: Lakehouse, runs: list[str], progress: Progress | None) -> None:
     if runs:
         if progress:
             progress(f"checking {len(runs)} run(s)")
         now = datetime.now(UTC).replace(tzinfo=None)
         check_ingested_runs(lakehouse, runs, str(uuid.uuid4()), now)
-    return replace(report, runs=runs)
 
 
 def ingest_infrastructure(
@@ -73,17 +93,20 @@ def ingest_inputs(
     is_folder: bool,
     inputs: Inputs,
     progress: Progress | None = None,
+    table_checks: bool = True,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """Everything under `path` into bronze: the traces (with their checks) beside the logs
     and ZooKeeper captures; (the trace report as a dict, the infrastructure counts).
 
     is_folder, inputs: `path`'s listing (`list_inputs`); a single file is a trace.
+    table_checks: see `ingest_traces`.
     """
 
     def traces() -> dict[str, Any]:
         with stage("ingest traces", progress):
             listed = inputs.traces if is_folder else None
-            return ingest_traces(lakehouse, path, progress, listed=listed).as_dict()
+            report = ingest_traces(lakehouse, path, progress, listed, table_checks)
+            return report.as_dict()
 
     def infrastructure() -> dict[str, int]:
         with stage("ingest logs and ZooKeeper captures", progress):

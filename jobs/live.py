@@ -3,13 +3,15 @@
 A Spark Structured Streaming query over the landing folder notices each new input file once
 (traces, logs, ZooKeeper captures; a file source, Auto Loader on Databricks:
 jobs/live_source.py; its checkpoint remembers which files it has handed out). Each
-micro-batch feeds its files through the ingest `analyze` runs — the checks' row rules and
-table checks (jobs/ingest.py) — folds their trace events into the live state and judges the
-runs it touched from it (jobs/live_state.py) into gold.provisional; logs and captures rebuild
+micro-batch feeds its files through the ingest `analyze` runs — the checks' row rules
+(jobs/ingest.py; a run's table-level checks judge it whole, once it has ended: at its
+reconciliation) — folds their trace events into the live state and judges the runs it touched
+from it (jobs/live_state.py) into gold.provisional; logs and captures rebuild
 the infrastructure timeline, and the causes of the findings of the runs still watched are
 ranked from it (pipelines/causes_job.py); then the new rows go to the alert sinks once each.
 A run whose every consumer has ended is reconciled after the micro-batch that saw the end
-has returned (jobs/live_reconcile.py): its full pipeline (pipelines/runs_job.py), then each
+has returned (jobs/live_reconcile.py): its table checks and full pipeline
+(pipelines/runs_job.py), then each
 provisional finding confirmed by a batch finding or withdrawn (a confirmed one takes that
 finding's causes). On leaving (--once, --until-idle)
 `analyze` runs on the folder and the ended runs are reconciled with its findings (all runs
@@ -31,7 +33,7 @@ from pyspark.sql import functions as F
 
 from ingest.inputs import classify
 from jobs.analyze import analyze
-from jobs.ingest import ingest_inputs
+from jobs.ingest import check_stale_runs, ingest_inputs
 from jobs.live_reconcile import ended_runs, pending_runs, record_reconciled, settle
 from jobs.live_source import input_files
 from jobs.live_state import Judged, finding_ids, fold_batch, judge
@@ -168,9 +170,11 @@ class Watch:
         (what the fold judged, whether logs or captures came)."""
         root = FileStore(lakehouse.spark).normalize(self.path)
         inputs = classify(root, files, lambda f: f.path)
-        # traces beside logs and captures, as analyze ingests them; the table checks judge the
-        # runs whole: an incremental form measured 4x slower on a 10^4 run (docs/live.md)
-        _, infra = ingest_inputs(lakehouse, self.path, True, inputs, self.progress)
+        # traces beside logs and captures, as analyze ingests them. The table checks judge a
+        # run whole: over its whole bronze, growing with it, in every micro-batch that brings
+        # its events, and wrongly while its clients' files land out of order (a receive whose
+        # send is in a later file); so they wait for the run's reconciliation (and analyze)
+        _, infra = ingest_inputs(lakehouse, self.path, True, inputs, self.progress, False)
         came = bool(inputs.logs or inputs.zk)
         if came:  # a replayed micro-batch's files are ingested already: compared, not assumed
             with stage("infrastructure timeline", self.progress):
@@ -181,13 +185,15 @@ class Watch:
         paths = [f.path for f in inputs.traces]
         runs = runs_of_files(lakehouse, paths) if paths else []
         with stage("live state", self.progress):
-            return fold_batch(lakehouse, self.config, paths, runs, batch_id), came
+            # only the first micro-batch a process runs can be a replay (a failed one ends it)
+            replayable = self.done.batches == 0
+            return fold_batch(lakehouse, self.config, paths, runs, batch_id, replayable), came
 
     def reconcile_pending(self) -> None:
         """Between micro-batches (none runs meanwhile): the runs the live state has ended
-        since they were last reconciled get their full pipeline (analyze's), then every
-        open finding of them confirmed by a batch finding or withdrawn, closed in the
-        micro-batch that ended the run."""
+        since they were last reconciled get their table checks and full pipeline (analyze's),
+        then every open finding of them confirmed by a batch finding or withdrawn, closed in
+        the micro-batch that ended the run."""
         with self._busy:
             self._ended_seen = False
             pending = pending_runs(self.lakehouse)
@@ -195,6 +201,7 @@ class Watch:
                 return
             runs = sorted(pending)
             with stage(f"reconcile ended runs: {len(runs)}", self.progress):
+                check_stale_runs(self.lakehouse, runs, self.progress)  # judged whole, at last
                 run_pipeline(self.lakehouse, self.config, run_ids=runs, progress=self.progress)
                 # the pipeline leaves causes empty: ranked as analyze ranks them, before the
                 # confirmed findings take them

@@ -65,10 +65,18 @@ def already_folded(state: LiveState, runs: list[str], batch_id: int) -> bool:
 
 
 def fold_batch(
-    lakehouse: Lakehouse, config: Config, files: list[str], runs: list[str], batch_id: int
+    lakehouse: Lakehouse,
+    config: Config,
+    files: list[str],
+    runs: list[str],
+    batch_id: int,
+    replayable: bool = True,
 ) -> Judged:
     """Fold the bronze rows of `files` (the micro-batch's, of `runs`) into the live state,
     write it, and judge `runs` from it.
+
+    replayable: whether the micro-batch may be in the state already (the first one a watch
+    process runs: a replay after a crash); a later one is not looked up.
 
     What several state tables and findings share (the batch's rows and deliveries, the
     per-message aggregate, the in-flight changes, the consumers) is computed once into a
@@ -90,7 +98,7 @@ def fold_batch(
         delivery = keep(build_delivery(resolve_receives(consumer, producer)))
         state = read_state(lakehouse)
         parts: dict[str, DataFrame] = {}
-        if already_folded(state, runs, batch_id):
+        if replayable and already_folded(state, runs, batch_id):
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)
         else:
             folded = fold(state, producer, delivery, consumer, config.pipeline, batch_id, keep)

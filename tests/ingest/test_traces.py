@@ -11,7 +11,9 @@ import pytest
 from pyspark.sql import functions as F
 from trace_lines import parse_lines, read_numbered_lines
 
-from jobs.ingest import ingest_traces
+from checks.run_checks import EVENT_TABLES
+from checks.tables import TABLE_METRICS
+from jobs.ingest import check_stale_runs, ingest_traces
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
 
@@ -225,6 +227,33 @@ def test_ingest_counts_reasons_and_reingest(lakehouse, tmp_path: Path):
     assert lakehouse.read("consumer_events").count() == 1
     assert lakehouse.read("run_events").count() == 1
     assert lakehouse.read("quarantine").count() == 11
+
+
+@pytest.mark.slow
+def test_table_checks_left_to_later_are_judged_once_the_run_is_checked(lakehouse, tmp_path: Path):
+    """A watch's micro-batch ingests without the table checks; its reconciliation judges the
+    run then, once: a run whose checks are current is not checked again."""
+    folder = tmp_path / "traces"
+    shutil.copytree(FIXTURES, folder)
+
+    def table_checks() -> list[tuple[str, str, str]]:
+        rows = lakehouse.read("check_results").filter(F.col("level") == "table").collect()
+        return sorted((r.run_id, r.table, r.expectation) for r in rows)
+
+    every_check = sorted(
+        [("run-a", table, metric) for metric, (table, *_) in TABLE_METRICS.items()]
+        + [("run-a", table, "schema") for table in EVENT_TABLES]
+    )
+
+    report = ingest_traces(lakehouse, folder, table_checks=False)
+    assert (report.records, report.accepted, report.runs) == (22, 9, ["run-a"])
+    assert table_checks() == []
+
+    assert check_stale_runs(lakehouse, ["run-a", "run-never-ingested"]) == ["run-a"]
+    assert table_checks() == every_check
+    version = lakehouse.version("check_results")
+    assert check_stale_runs(lakehouse, ["run-a"]) == []
+    assert lakehouse.version("check_results") == version
 
 
 def test_batches_keep_whole_files_and_empty_ones():

@@ -13,6 +13,8 @@ import pytest
 from live_trace import RUN, write_broker_log, write_chunk
 from watch_results import AFTER_CHUNK_3, findings
 
+from checks.run_checks import EVENT_TABLES
+from checks.tables import TABLE_METRICS
 from jobs.live import Watch, WatchOptions, provisional_rows
 from jobs.live_reconcile import pending_runs
 from pulsar_audit.local_frames import local_frame
@@ -46,6 +48,13 @@ def test_an_ended_run_noted_by_its_micro_batch_is_reconciled_by_the_restarted_wa
     assert findings({"provisional": provisional_rows(lakehouse, [RUN])}) == NOT_RECONCILED
     assert pending_runs(lakehouse) == {RUN: 2}
     assert lakehouse.read("anomalies").count() == 0
+
+    def table_checks() -> int:
+        of_run = f"level = 'table' AND run_id = '{RUN}'"
+        return lakehouse.read("check_results").filter(of_run).count()
+
+    # the micro-batches gated the rows; the run's table checks wait for it to be whole
+    assert table_checks() == 0
     # the outage got its causes live, in the micro-batch that opened it with the log
     [live] = [r for r in provisional_rows(lakehouse, [RUN]) if r["kind"] == "outage_in_progress"]
     assert (live["causes"][0]["event_type"], live["causes_batch"]) == ("bundle_unload_started", 0)
@@ -54,6 +63,7 @@ def test_an_ended_run_noted_by_its_micro_batch_is_reconciled_by_the_restarted_wa
 
     reconciled = provisional_rows(lakehouse, [RUN])
     assert findings({"provisional": reconciled}) == AFTER_CHUNK_3
+    assert table_checks() == len(TABLE_METRICS) + len(EVENT_TABLES)
     [lost] = lakehouse.read("anomalies").filter("kind = 'lost'").collect()
     assert lost.anomaly_id in {r["resolved_by"] for r in reconciled}
     # the reconciliation ranked the run's batch outage before the confirmed one took its causes
