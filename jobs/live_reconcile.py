@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from jobs.live_state import record_settled
 from pipelines import live
 from pipelines.causes_job import CAUSES_CHANGED
-from pipelines.live_state import ended
+from pipelines.live_state import ended, state_part
 from pipelines.runs_job import read_bronze
 from pipelines.silver import subscriptions
 from pulsar_audit.delta_io import Lakehouse
@@ -45,10 +45,11 @@ def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
 def pending_runs(lakehouse: Lakehouse) -> dict[str, int]:
     """{run: the micro-batch that last folded it} of the runs the live state has ended and
     that were not reconciled since (a few runs: collected)."""
-    done = live.ended_runs(ended(lakehouse.read("live_consumers")))
+    state = lakehouse.read("live_state")
+    done = live.ended_runs(ended(state_part(state, "live_consumers")))
     reconciled = lakehouse.read("live_reconciled").select("run_id", "reconciled_batch")
     pending = (
-        lakehouse.read("live_runs")
+        state_part(state, "live_runs")
         .join(done, on="run_id", how="inner")
         .join(reconciled, on="run_id", how="left")
         .filter(

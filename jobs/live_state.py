@@ -1,15 +1,15 @@
 """One `watch` micro-batch on streaming state (issue 29): the batch's events, ingested by the
-same rules as `analyze`'s, are folded into the live state tables (pipelines/live_state.py)
-and the provisional findings are judged from that state and the batch's own events, without
-re-judging the runs: their full pipeline runs only when a run ends or the watch leaves
-(jobs/live.py).
+same rules as `analyze`'s, are folded into the live state (silver.live_state, its parts:
+pipelines/live_state.py) and the provisional findings are judged from that state and the
+batch's own events, without re-judging the runs: their full pipeline runs only when a run
+ends or the watch leaves (jobs/live.py).
 
-Read → fold → write each state table once (through the micro-batch's deferred lakehouse,
-committed after bronze's manifest, pulsar_audit/deferred.py) → the findings, collected (a
-short list: findings, not messages) for jobs/live.py to open and settle once committed. The
-state tables, the closed outages, the findings and the ended runs come from one packed
-checkpoint (pulsar_audit/packed.py): one Spark job computes them, one collect brings the
-small ones.
+Read → fold → write the state whole, one overwrite (through the micro-batch's deferred
+lakehouse, one commit after bronze's manifest, pulsar_audit/deferred.py) → the findings,
+collected (a short list: findings, not messages) for jobs/live.py to open and settle once
+committed. The state's parts, the closed outages, the findings and the ended runs come from
+one packed checkpoint (pulsar_audit/packed.py): one Spark job computes them, one collect
+brings the small ones.
 """
 
 from __future__ import annotations
@@ -22,19 +22,27 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pipelines import live
-from pipelines.live_state import STATE_TABLES, LiveState, ended, fold, seen_in
+from pipelines.live_state import (
+    STATE_TABLES,
+    LiveState,
+    ended,
+    fold,
+    parts_of,
+    seen_in,
+    state_part,
+)
 from pipelines.silver import build_delivery, resolve_receives
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.local_frames import local_frame
-from pulsar_audit.packed import collected, packed, unpacked
+from pulsar_audit.packed import collected, pack, packed
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL
 from pulsar_audit.spark import checkpointed, release
 
 log = logging.getLogger(__name__)
 
 SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
-# the small parts of a micro-batch's packed fold (beside the state tables)
+# the small parts of a micro-batch's packed fold (beside the state's parts)
 CLOSED, FOUND, ENDED = "closed_outages", "found", "ended_runs"
 
 
@@ -50,8 +58,24 @@ class Judged:
 
 
 def read_state(lakehouse: Lakehouse) -> LiveState:
-    """The live state tables as they are (every run's: what is open is small)."""
-    return LiveState(*(lakehouse.read(table) for table in STATE_TABLES))
+    """The live state as it is (every run's: what is open is small)."""
+    return LiveState.of(lakehouse.read("live_state"))
+
+
+def carry_over_state(lakehouse: Lakehouse) -> bool:
+    """A watch of a version before session 33 kept its live state in six tables, one per
+    part (schemas.RETIRED_TABLES): carried into silver.live_state (one commit) when that is
+    still empty and any of them exists, so that a watch restarted on a newer version goes on
+    from the state it left. Whether it did. The old tables are left as they are."""
+    if not any(lakehouse.exists(part) for part in STATE_TABLES):
+        return False
+    if not lakehouse.read("live_state").isEmpty():
+        return False
+    # an older contract's missing columns read as null (Lakehouse.read), conformed by `of`
+    older = pack({part: lakehouse.read(part) for part in STATE_TABLES})
+    lakehouse.overwrite("live_state", LiveState.of(older).as_table())
+    log.info("carried the live state of %s into live_state", ", ".join(STATE_TABLES))
+    return True
 
 
 def already_folded(state: LiveState, runs: list[str], batch_id: int) -> bool:
@@ -78,11 +102,12 @@ def fold_batch(
     replayable: whether the micro-batch may be in the state already (the first one a watch
     process runs: a replay after a crash); a later one is not looked up.
 
-    What several state tables and findings share (the batch's rows and deliveries, the
+    What several parts of the state and the findings share (the batch's rows and deliveries, the
     per-message aggregate, the in-flight changes, the consumers) is computed once into a
     checkpoint; the new state, the outages closed, the findings and the ended runs are then
-    computed together into one (pulsar_audit/packed.py): each state table is written from
-    it, and the small parts come to the driver in one collect."""
+    computed together into one (pulsar_audit/packed.py): the state's parts are written from
+    it in one overwrite of silver.live_state, and the small parts come to the driver in one
+    collect."""
     if not runs:
         return Judged()
     kept: list[DataFrame] = []
@@ -108,11 +133,10 @@ def fold_batch(
         found = _found(state, config, runs, seen_in(producer, consumer, delivery, run_events))
         parts[FOUND] = live.opened(found, batch_id)
         parts[ENDED] = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))
-        kept.append(pack := packed(parts))
-        small = collected(pack, [part for part in (CLOSED, FOUND, ENDED) if part in parts])
-        for table in STATE_TABLES:
-            if table in parts:
-                lakehouse.overwrite(table, unpacked(pack, table))
+        kept.append(computed := packed(parts))
+        small = collected(computed, [part for part in (CLOSED, FOUND, ENDED) if part in parts])
+        if CLOSED in parts:  # folded: every part, in one commit
+            lakehouse.overwrite("live_state", parts_of(computed, list(STATE_TABLES)))
         return Judged(
             runs=runs,
             ended=sorted(row["run_id"] for row in small[ENDED]),
@@ -157,7 +181,7 @@ def judge(lakehouse: Lakehouse, judged: Judged, batch_id: int) -> None:
     updates = live.resolved(
         lakehouse.read("provisional").filter(of_going),
         live.batch_findings(lakehouse.read("anomalies").limit(0), closed),
-        live.awaited(lakehouse.read("live_awaiting").filter(of_going)),
+        live.awaited(state_part(lakehouse.read("live_state"), "live_awaiting").filter(of_going)),
         F.lit(False),
         batch_id,
     ).collect()

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from pipelines import correlate, live
 from pipelines.correlate import cause_rules, findings_of, rank_causes, with_causes
+from pipelines.live_state import state_part
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.spark import side_by_side
@@ -179,10 +180,11 @@ def attach_provisional_causes(lakehouse: Lakehouse, config: Config, batch_id: in
     Findings, not messages: a few rows per run, so this stays small at any trace size."""
     if not lakehouse.written("infra_events"):
         return False
-    watched = live.watched_runs(lakehouse.read("live_runs"), lakehouse.read("live_reconciled"))
+    state = lakehouse.read("live_state")
+    watched = live.watched_runs(state_part(state, "live_runs"), lakehouse.read("live_reconciled"))
     rows = live.ranked_live(lakehouse.read("provisional"), watched)
     ranked = rank_causes(
-        live.as_findings(rows, watched, lakehouse.read("live_streams")),
+        live.as_findings(rows, watched, state_part(state, "live_streams")),
         lakehouse.read("infra_events"),
         cause_rules(lakehouse.spark),
         config.pipeline.cause_before_ms,

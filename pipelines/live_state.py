@@ -2,13 +2,14 @@
 folded in one micro-batch of events at a time, so that a micro-batch costs its own events
 and what is open, not its runs' whole history.
 
-State (pulsar_audit/schemas.py, the LIVE_* tables): messages sent and not yet completed,
-per producer the messages in flight with its last completion and rise, acked messages a
-subscription has not got yet, each subscription's delivered frontier per producer, the
-traced consumers and whether they ended, each run's clock. The counting is the batch
-detectors' own (pipelines/detect_outages.py: `changes_of`, `with_in_flight`,
-`closed_stretches`; pipelines/silver.py for deliveries and consumers), started from the
-state instead of from zero. Pure transforms; jobs/live_state.py reads and writes.
+State (silver.live_state; its parts are the LIVE_* schemas of pulsar_audit/schemas.py):
+messages sent and not yet completed, per producer the messages in flight with its last
+completion and rise, acked messages a subscription has not got yet, each subscription's
+delivered frontier per producer, the traced consumers and whether they ended, each run's
+clock. The counting is the batch detectors' own (pipelines/detect_outages.py: `changes_of`,
+`with_in_flight`, `closed_stretches`; pipelines/silver.py for deliveries and consumers),
+started from the state instead of from zero. Pure transforms; jobs/live_state.py reads and
+writes.
 """
 
 from __future__ import annotations
@@ -36,30 +37,50 @@ from pipelines.detect_walk import detect_consumer_walk, with_subscription_type
 from pipelines.live import FINDING_KEY, run_clock
 from pipelines.silver import build_message_history, consumer_status, subscriptions
 from pulsar_audit.config import PipelineConfig
+from pulsar_audit.packed import pack, unpacked
 from pulsar_audit.schemas import (
     LIVE_AWAITING,
     LIVE_CONSUMERS,
     LIVE_FRONTIER,
     LIVE_IN_FLIGHT,
     LIVE_RUNS,
-    LIVE_STATE_TABLES,
+    LIVE_STATE,
+    LIVE_STATE_PARTS,
     LIVE_STREAMS,
+    PART,
     conform,
 )
 
 SUBSCRIBED = list(FINDING_KEY)  # run_id, topic, subscription, partition, producer
-STATE_TABLES = dict(
-    zip(
-        LIVE_STATE_TABLES,
-        (LIVE_IN_FLIGHT, LIVE_STREAMS, LIVE_AWAITING, LIVE_FRONTIER, LIVE_CONSUMERS, LIVE_RUNS),
-        strict=True,
-    )
-)
+STATE_TABLES = LIVE_STATE_PARTS  # each part of silver.live_state, and its schema
+
+
+def state_rows(parts: dict[str, DataFrame]) -> DataFrame:
+    """silver.live_state's rows holding `parts` (part name: its frame; any of STATE_TABLES)."""
+    return parts_of(pack(parts), list(parts))
+
+
+def state_part(table: DataFrame, part: str) -> DataFrame:
+    """The part `part` (a key of STATE_TABLES) of silver.live_state as read, conformed to its
+    schema."""
+    return conform(unpacked(table, part), STATE_TABLES[part])
+
+
+def parts_of(table: DataFrame, parts: list[str]) -> DataFrame:
+    """The rows of `parts` of a packed frame (pulsar_audit/packed.py) as silver.live_state's
+    rows: every part's column, null where the frame has none of it."""
+    columns = [
+        F.col(name)
+        if name in table.columns
+        else F.lit(None).cast(LIVE_STATE[name].dataType).alias(name)
+        for name in STATE_TABLES
+    ]
+    return table.filter(F.col(PART).isin(parts)).select(PART, *columns)
 
 
 @dataclass(frozen=True)
 class LiveState:
-    """The state tables, one frame each (`STATE_TABLES`' schemas)."""
+    """The state's parts, one frame each (`STATE_TABLES`' schemas)."""
 
     in_flight: DataFrame
     streams: DataFrame
@@ -85,6 +106,15 @@ class LiveState:
     def empty(spark: SparkSession) -> LiveState:
         return LiveState(*(spark.createDataFrame([], s) for s in STATE_TABLES.values()))
 
+    @staticmethod
+    def of(table: DataFrame) -> LiveState:
+        """The state silver.live_state holds, one frame per part."""
+        return LiveState(*(state_part(table, part) for part in STATE_TABLES))
+
+    def as_table(self) -> DataFrame:
+        """The state as silver.live_state's rows (one commit writes it whole)."""
+        return state_rows(self.tables())
+
 
 @dataclass(frozen=True)
 class Folded:
@@ -107,7 +137,7 @@ def fold(
 
     producer_events, consumer_events: the micro-batch's bronze rows; delivery: its receives
     as silver.delivery rows (`pipelines.silver.build_delivery`). keep: applied to what
-    several state tables are derived from (the per-message aggregate, the counted in-flight
+    several parts of the state are derived from (the per-message aggregate, the counted in-flight
     changes, the consumers), so that a caller can compute each once (a checkpoint)."""
     messages = keep(_messages(producer_events, state.in_flight, delivery, state.streams))
     prior = state.streams.select(

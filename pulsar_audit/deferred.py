@@ -43,7 +43,6 @@ from pyspark.sql import functions as F
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
 from pulsar_audit.delta_log import local_table_state
 from pulsar_audit.local_frames import local_frame
-from pulsar_audit.schemas import LIVE_STATE_TABLES
 from pulsar_audit.spark import (
     observed_metrics,
     release,
@@ -63,7 +62,7 @@ MAX_DEFERRED_BYTES = 1 << 30
 LATE_TABLES = (
     ("anomalies",),
     ("ingested_files",),
-    LIVE_STATE_TABLES,
+    ("live_state",),
     ("run_state", "stage_state"),
 )
 COMMIT_THREADS = 4

@@ -28,7 +28,7 @@ from pulsar_audit.delta_log import (
 )
 from pulsar_audit.errors import EnvironmentProblem
 from pulsar_audit.local_frames import local_frame
-from pulsar_audit.schemas import TABLES, TableSpec
+from pulsar_audit.schemas import RETIRED_TABLES, TABLES, TableSpec
 from pulsar_audit.spark import observed_metrics, same_keys
 
 log = logging.getLogger(__name__)
@@ -53,10 +53,10 @@ class Lakehouse:
 
     # ------------------------------------------------------------------ naming
     def spec(self, table: str) -> TableSpec:
-        try:
-            return TABLES[table]
-        except KeyError:
-            raise KeyError(f"unknown table {table!r}; known tables: {sorted(TABLES)}") from None
+        spec = TABLES.get(table) or RETIRED_TABLES.get(table)
+        if spec is None:
+            raise KeyError(f"unknown table {table!r}; known tables: {sorted(TABLES)}")
+        return spec
 
     def location(self, table: str) -> str:
         """Path of a local table, or `catalog.schema.table` on a catalog."""

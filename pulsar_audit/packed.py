@@ -1,6 +1,6 @@
 """Several frames computed by one Spark job into one checkpoint, and read back each alone.
 
-A job that derives many small frames from the same inputs (`watch`'s live state tables, the
+A job that derives many small frames from the same inputs (`watch`'s live state's parts, the
 outages a micro-batch closed, its findings) pays a Spark job, and the planning of the shared
 inputs, per frame it checkpoints or collects. Packed, each frame is a struct column of its
 own beside the name of the frame a row belongs to: one checkpoint computes them all (the
@@ -13,14 +13,13 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
+from pulsar_audit.schemas import PART  # the name of the frame a packed row belongs to
 from pulsar_audit.spark import checkpointed
 
-PART = "_part"  # the name of the frame a packed row belongs to
 
-
-def packed(frames: dict[str, DataFrame]) -> DataFrame:
-    """`frames` as one checkpointed frame: a PART column and one struct column per frame
-    (named as the frame, null in the other frames' rows). Not empty: at least one frame."""
+def pack(frames: dict[str, DataFrame]) -> DataFrame:
+    """`frames` as one frame: a PART column and one struct column per frame (named as the
+    frame, null in the other frames' rows). Not empty: at least one frame."""
     rows = [
         df.select(F.lit(name).alias(PART), F.struct(*df.columns).alias(name))
         for name, df in frames.items()
@@ -28,7 +27,12 @@ def packed(frames: dict[str, DataFrame]) -> DataFrame:
     union = rows[0]
     for more in rows[1:]:
         union = union.unionByName(more, allowMissingColumns=True)
-    return checkpointed(union)
+    return union
+
+
+def packed(frames: dict[str, DataFrame]) -> DataFrame:
+    """`pack(frames)` computed once, into a checkpoint."""
+    return checkpointed(pack(frames))
 
 
 def unpacked(pack: DataFrame, name: str) -> DataFrame:

@@ -639,14 +639,33 @@ LIVE_RECONCILED = T.StructType(
 )
 
 
-# The live state tables, committed together after bronze's manifest (pulsar_audit/deferred.py).
-LIVE_STATE_TABLES = (
-    "live_in_flight",
-    "live_streams",
-    "live_awaiting",
-    "live_frontier",
-    "live_consumers",
-    "live_runs",
+# The parts of `watch`'s live state, each of its schema above.
+LIVE_STATE_PARTS = {
+    "live_in_flight": LIVE_IN_FLIGHT,
+    "live_streams": LIVE_STREAMS,
+    "live_awaiting": LIVE_AWAITING,
+    "live_frontier": LIVE_FRONTIER,
+    "live_consumers": LIVE_CONSUMERS,
+    "live_runs": LIVE_RUNS,
+}
+# The name of the part a row of silver.live_state (or of a packed frame) belongs to.
+PART = "_part"
+
+
+def _loosened(schema: T.StructType) -> T.StructType:
+    return T.StructType([_f(f.name, f.dataType) for f in schema.fields])
+
+
+# `watch`'s live state, one table: a row per row of a part, the part's name beside one struct
+# column per part (the layout of pulsar_audit/packed.py), null in the other parts' rows. One
+# Delta commit writes a micro-batch's whole state, so a watch killed while committing finds
+# the state as it was before the micro-batch or after it, never some parts folded and not the
+# others. The parts' own contracts (NOT NULL included) hold where they are computed
+# (`pipelines/live_state.py`, conformed to the schemas above); stored, their fields are
+# nullable.
+LIVE_STATE = T.StructType(
+    [_f(PART, _STR, False)]
+    + [_f(name, _loosened(schema)) for name, schema in LIVE_STATE_PARTS.items()]
 )
 
 
@@ -722,18 +741,17 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gold", "config_risk", CONFIG_RISK, ("cluster", "namespace", "fault", "label")),
         TableSpec("gold", "alerts", ALERTS, ("dedup_key",)),
         TableSpec("gold", "provisional", PROVISIONAL, ("finding_id",)),
-        TableSpec("silver", "live_in_flight", LIVE_IN_FLIGHT, ("run_id", "producer", "seq")),
-        TableSpec("silver", "live_streams", LIVE_STREAMS, ("run_id", "topic", "producer")),
-        TableSpec(
-            "silver", "live_awaiting", LIVE_AWAITING, ("run_id", "subscription", "producer", "seq")
-        ),
-        TableSpec("silver", "live_frontier", LIVE_FRONTIER, ("run_id", "subscription", "producer")),
-        TableSpec(
-            "silver", "live_consumers", LIVE_CONSUMERS, ("run_id", "consumer", "subscription")
-        ),
-        TableSpec("silver", "live_runs", LIVE_RUNS, ("run_id",)),
+        TableSpec("silver", "live_state", LIVE_STATE, (PART,)),
         TableSpec("silver", "live_reconciled", LIVE_RECONCILED, ("run_id",)),
     ]
+}
+
+
+# Tables no pulsar-audit creates any more, still read where a lakehouse of an older version
+# may hold them: the live state's parts, six tables until session 33 (`watch` carries their
+# rows into silver.live_state once: jobs/live_state.py:carry_over_state).
+RETIRED_TABLES: dict[str, TableSpec] = {
+    name: TableSpec("silver", name, schema) for name, schema in LIVE_STATE_PARTS.items()
 }
 
 

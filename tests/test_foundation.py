@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -122,8 +123,9 @@ def test_a_table_of_an_older_contract_is_upgraded_in_place(spark, lakehouse: Lak
     """A watch's tables written before their contract grew: the columns added since are
     added, a NOT NULL the contract dropped is dropped; a MERGE naming the new column and a
     null in the loosened one then work; a second upgrade changes nothing."""
+    from pipelines.live_state import state_part, state_rows
     from pulsar_audit.delta_log import create_local_table
-    from pulsar_audit.schemas import LIVE_IN_FLIGHT, PROVISIONAL
+    from pulsar_audit.schemas import LIVE_IN_FLIGHT, LIVE_STATE, PROVISIONAL
 
     def older(table: str, schema: T.StructType, drop: set[str], strict: set[str]) -> None:
         fields = [
@@ -136,21 +138,56 @@ def test_a_table_of_an_older_contract_is_upgraded_in_place(spark, lakehouse: Lak
         create_local_table(path, T.StructType(fields), lakehouse.spec(table).properties())
 
     older("provisional", PROVISIONAL, {"causes", "causes_batch"}, set())
-    older("live_in_flight", LIVE_IN_FLIGHT, set(), {"sent_at"})
+    older("live_state", LIVE_STATE, set(), {"live_runs"})  # (an artificial older contract)
 
-    assert lakehouse.upgrade(["provisional", "live_in_flight", "alerts"]) == [
+    assert lakehouse.upgrade(["provisional", "live_state", "alerts"]) == [
         "provisional",
-        "live_in_flight",
+        "live_state",
     ]
 
     columns = {f.name: f for f in lakehouse._delta("provisional").toDF().schema.fields}
     assert {"causes", "causes_batch"} <= set(columns)
-    in_flight = lakehouse._delta("live_in_flight").toDF().schema
-    assert in_flight["sent_at"].nullable
+    assert lakehouse._delta("live_state").toDF().schema["live_runs"].nullable
     delivered_only = [("r1", "t", -1, "p1", 7, None, ["s1"])]
-    lakehouse.overwrite("live_in_flight", spark.createDataFrame(delivered_only, LIVE_IN_FLIGHT))
-    assert [r.seq for r in lakehouse.read("live_in_flight").collect()] == [7]
-    assert lakehouse.upgrade(["provisional", "live_in_flight"]) == []
+    in_flight = spark.createDataFrame(delivered_only, LIVE_IN_FLIGHT)
+    lakehouse.overwrite("live_state", state_rows({"live_in_flight": in_flight}))
+    stored = lakehouse.read("live_state")
+    assert [r.seq for r in state_part(stored, "live_in_flight").collect()] == [7]
+    assert state_part(stored, "live_runs").count() == 0
+    assert lakehouse.upgrade(["provisional", "live_state"]) == []
+
+
+def test_the_live_state_of_six_tables_is_carried_into_one(spark, lakehouse: Lakehouse):
+    """A watch before session 33 kept its live state in a table per part, and an older one
+    without live_streams' `seen_until` and `sent_upto`: the next watch carries it into
+    silver.live_state once, the missing columns null; a second call carries nothing."""
+    from jobs.live_state import carry_over_state, read_state
+    from pulsar_audit.schemas import LIVE_IN_FLIGHT, LIVE_RUNS, LIVE_STREAMS
+
+    lakehouse.create_all()
+    assert not carry_over_state(lakehouse)  # nothing of an older watch here
+    at = datetime(2025, 3, 4, 10, 0, 0)
+    sent = (at, 3, "p.jsonl", 3)
+    older_streams = T.StructType(
+        [f for f in LIVE_STREAMS.fields if f.name not in ("seen_until", "sent_upto")]
+    )
+    for table, schema, rows in (
+        ("live_in_flight", LIVE_IN_FLIGHT, [("r1", "t", -1, "p1", 7, sent, [])]),
+        ("live_streams", older_streams, [("r1", "t", -1, "p1", 1, at, at)]),
+        ("live_runs", LIVE_RUNS, [("r1", at, 4)]),
+    ):
+        spark.createDataFrame(rows, schema).write.format("delta").save(lakehouse.location(table))
+
+    assert carry_over_state(lakehouse)
+    state = read_state(lakehouse)
+    assert [(r.seq, r.sent_at.line_number) for r in state.in_flight.collect()] == [(7, 3)]
+    [stream] = state.streams.collect()
+    assert (stream.in_flight, stream.seen_until, stream.sent_upto) == (1, None, None)
+    assert [(r.run_id, r.folded_batch) for r in state.runs.collect()] == [("r1", 4)]
+    assert state.awaiting.count() == state.frontier.count() == state.consumers.count() == 0
+    version = lakehouse.version("live_state")
+    assert not carry_over_state(lakehouse)  # live_state holds the state now
+    assert lakehouse.version("live_state") == version
 
 
 def test_sql_string_literal_escapes_quotes_and_backslashes(spark):

@@ -15,6 +15,7 @@ from pipelines.causes_job import (
     causes_scope,
     refresh_causes,
 )
+from pipelines.live_state import state_rows
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.schemas import (
     INFRA_EVENTS,
@@ -178,7 +179,9 @@ def test_provisional_findings_of_watched_runs_gain_causes_as_events_arrive(
     lakehouse.append("provisional", spark.createDataFrame(rows, PROVISIONAL))
     now = T0 + timedelta(seconds=3)  # the runs' clock: the outage has lasted 3 s so far
     runs = [("a", now, 2), ("b", now, 1), ("c", now, 5)]
-    lakehouse.append("live_runs", spark.createDataFrame(runs, LIVE_RUNS))
+    lakehouse.append(
+        "live_state", state_rows({"live_runs": spark.createDataFrame(runs, LIVE_RUNS)})
+    )
     reconciled = [("b", 1, now), ("c", 3, now)]
     lakehouse.append("live_reconciled", spark.createDataFrame(reconciled, LIVE_RECONCILED))
 

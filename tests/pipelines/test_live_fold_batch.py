@@ -1,7 +1,8 @@
-"""jobs/live_state.py:fold_batch on real Delta with tiny literal micro-batches: the state
-tables it writes from its packed checkpoint, and the findings, closed outages and ended runs
-it brings back in one collect, are what the batch detectors say; a micro-batch replayed after
-its state was written is judged, not folded twice. (Default suite: no streaming query.)
+"""jobs/live_state.py:fold_batch on real Delta with tiny literal micro-batches: the live state
+it writes from its packed checkpoint (every part in one commit), and the findings, closed
+outages and ended runs it brings back in one collect, are what the batch detectors say; a
+micro-batch replayed after its state was written is judged, not folded twice. (Default suite:
+no streaming query.)
 
 The two runs below are watched together, as the watch folds the runs it is writing: one
 lakehouse, one micro-batch sequence (the `watched` fixture), each test reading its run."""
@@ -17,6 +18,7 @@ from pyspark.sql import functions as F
 
 from jobs.live_state import Judged, fold_batch, judge
 from pipelines.detect_outages import detect_outages
+from pipelines.live_state import STATE_TABLES, state_part
 from pulsar_audit.config import load_config
 from pulsar_audit.delta_io import Lakehouse
 
@@ -36,7 +38,7 @@ FIRST, SECOND = _of_run(TWO_BATCHES, FIRST), _of_run(TWO_BATCHES, SECOND)
 # an outage begun and ended in the first micro-batch, the run still going: not ended
 INSIDE = [subscribe(0), send(1, 0), ack(1, 2), receive(1, 3), send(2, 10), ack(2, 300)]
 INSIDE = _of_run(INSIDE_ONE, [*INSIDE, receive(2, 301), send(3, 310)])
-TABLES = ("live_in_flight", "live_streams", "live_awaiting", "live_runs", "provisional")
+TABLES = ("live_state", "provisional")
 
 
 def _land(lakehouse: Lakehouse, events: list[dict], source_file: str, batch: int) -> None:
@@ -59,9 +61,14 @@ class Watched:
     versions: dict[str, dict[str, int]]
 
     def read(self, step: str, table: str, run_id: str) -> DataFrame:
-        """Run `run_id`'s rows of `table` as they stood after `step`."""
-        at = self.versions[step][table]
-        return self.lakehouse.read(table, at).filter(F.col("run_id") == run_id)
+        """Run `run_id`'s rows of `table` (or of a part of the live state) as they stood after
+        `step`."""
+        if table in STATE_TABLES:
+            at = self.versions[step]["live_state"]
+            rows = state_part(self.lakehouse.read("live_state", at), table)
+        else:
+            rows = self.lakehouse.read(table, self.versions[step][table])
+        return rows.filter(F.col("run_id") == run_id)
 
 
 def _of(rows: list[Row], run_id: str) -> list[Row]:
@@ -127,6 +134,9 @@ def test_two_micro_batches_then_a_replay(spark, watched: Watched) -> None:  # no
 
     assert (replayed.ended, replayed.closed, replayed.found) == ([run], [], [])
     assert watched.read("replayed", "live_runs", run).first()["folded_batch"] == 1
+    # each fold wrote every part of the state in one commit; the replay wrote none
+    state_versions = [watched.versions[s]["live_state"] for s in ("judged", "second", "replayed")]
+    assert state_versions[1:] == [state_versions[0] + 1] * 2
 
 
 def test_an_outage_begun_and_ended_inside_one_micro_batch_is_raised_confirmed(
