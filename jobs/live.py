@@ -58,9 +58,9 @@ log = logging.getLogger(__name__)
 # one table since session 33: carried over from their old tables, `carry_over_state`.)
 UPGRADED = ("provisional",)
 
-# Called after each micro-batch with its id, its files' paths and the runs it judged (a live
+# Called after each micro-batch with its id, its files' paths and what its fold judged (a live
 # view, the lines a capture beside the watch prints).
-AfterBatch = Callable[[int, list[str], list[str]], None]
+AfterBatch = Callable[[int, list[str], Judged], None]
 
 
 @dataclass
@@ -160,7 +160,7 @@ class Watch:
             self.done.runs.update(judged.runs)
             self._ended_seen = self._ended_seen or bool(judged.ended)
             if self.after_batch:
-                self.after_batch(batch_id, [f.path for f in files], judged.runs)
+                self.after_batch(batch_id, [f.path for f in files], judged)
             self._last_active = time.monotonic()
 
     def _take_in(

@@ -38,23 +38,26 @@ from pulsar_audit.local_frames import local_frame
 from pulsar_audit.packed import collected, pack, packed
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL
 from pulsar_audit.spark import checkpointed, release
+from serve.live_view import batch_rates
 
 log = logging.getLogger(__name__)
 
 SETTLED = ["state", "closed_batch", "closed_at", "duration_ms", "resolved_by"]
 # the small parts of a micro-batch's packed fold (beside the state's parts)
-CLOSED, FOUND, ENDED = "closed_outages", "found", "ended_runs"
+CLOSED, FOUND, ENDED, RATES = "closed_outages", "found", "ended_runs", "rates"
 
 
 @dataclass
 class Judged:
     """What a micro-batch's fold found: its runs, those whose every consumer ended, the
-    provisional findings it shows (PROVISIONAL rows, open) and the outages it closed."""
+    provisional findings it shows (PROVISIONAL rows, open), the outages it closed, and per
+    run the sends and deliveries of its events (serve.live_view.batch_rates rows)."""
 
     runs: list[str] = field(default_factory=list)
     ended: list[str] = field(default_factory=list)
     found: list[Row] = field(default_factory=list)
     closed: list[Row] = field(default_factory=list)
+    rates: list[Row] = field(default_factory=list)
 
 
 def read_state(lakehouse: Lakehouse) -> LiveState:
@@ -133,8 +136,9 @@ def fold_batch(
         found = _found(state, config, runs, seen_in(producer, consumer, delivery, run_events))
         parts[FOUND] = live.opened(found, batch_id)
         parts[ENDED] = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))
+        parts[RATES] = batch_rates(producer, consumer)  # what the live view shows of the batch
         kept.append(computed := packed(parts))
-        small = collected(computed, [part for part in (CLOSED, FOUND, ENDED) if part in parts])
+        small = collected(computed, [p for p in (CLOSED, FOUND, ENDED, RATES) if p in parts])
         if CLOSED in parts:  # folded: every part, in one commit
             lakehouse.overwrite("live_state", parts_of(computed, list(STATE_TABLES)))
         return Judged(
@@ -142,6 +146,7 @@ def fold_batch(
             ended=sorted(row["run_id"] for row in small[ENDED]),
             found=small[FOUND],  # findings, not messages
             closed=small.get(CLOSED, []),  # outages: a short list
+            rates=small[RATES],  # a row per run
         )
     finally:
         for df in kept:

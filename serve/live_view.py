@@ -2,8 +2,9 @@
 out (deliveries) of the micro-batch's events, its open outages and suspected losses, the
 findings the micro-batch opened or settled, and the last alerts.
 
-Spark aggregates what the watch wrote (bronze rows of the micro-batch's files,
-gold.provisional, gold.alerts) into small per-run frames; only those come to the driver. The
+The micro-batch's rates are computed by its fold, beside the live state (jobs/live_state.py);
+Spark aggregates what the watch wrote of the findings (gold.provisional, gold.alerts) into small
+frames, collected in one job; only those come to the driver. The
 rendering is a pure function of them: a rich table on a terminal (`render_view`), one line per
 micro-batch otherwise (`batch_text`).
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from rich.console import Group
 from rich.table import Table
 
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.packed import collected, pack
 
 OPEN, CONFIRMED, WITHDRAWN = "open", "confirmed", "withdrawn"
 RUN_COLUMNS = ("run_id", "sends_per_s", "deliveries_per_s", "open_outages", "suspected_losses",
@@ -25,6 +28,8 @@ RUN_COLUMNS = ("run_id", "sends_per_s", "deliveries_per_s", "open_outages", "sus
 FINDING_COLUMNS = ("kind", "run_id", "subscription", "producer", "seq_from", "seq_to", "state")
 ALERT_COLUMNS = ("kind", "run_id", "title", "created_at", "sent")
 LAST_ALERTS = 5
+# `batch_rates`' rows
+RATES = "run_id string, sends long, deliveries long, sends_per_s double, deliveries_per_s double"
 
 
 def _rate(count: str) -> Column:
@@ -96,18 +101,15 @@ def changed_findings(provisional: DataFrame, batch_id: int) -> DataFrame:
 
 
 def read_view(
-    lakehouse: Lakehouse, batch_id: int, paths: list[str], runs: list[str]
+    lakehouse: Lakehouse, batch_id: int, files: int, runs: list[str], rates: list[Row]
 ) -> dict[str, Any]:
-    """The micro-batch's view from what the watch wrote: `runs` (one dict per run of `runs`,
-    the runs watched so far; rates from the micro-batch's `paths`), `findings` (opened or
-    settled by it), `alerts` (the last ones of `runs`)."""
-    from_batch = F.col("source_file").isin(paths)
-    rates = batch_rates(
-        lakehouse.read("producer_events").filter(from_batch),
-        lakehouse.read("consumer_events").filter(from_batch),
-    )
+    """The micro-batch's view: `runs` (one dict per run of `runs`, the runs watched so far,
+    with the micro-batch's `rates`, `batch_rates` rows the fold computed beside the state),
+    `findings` (opened or settled by it), `alerts` (the last ones of `runs`): what the watch
+    wrote of them, in one Spark job (the three parts packed, pulsar_audit/packed.py)."""
+    rated = local_frame(lakehouse.spark, rates, RATES)
     provisional = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
-    rows = run_rows(rates, finding_counts(provisional)).filter(F.col("run_id").isin(runs))
+    rows = run_rows(rated, finding_counts(provisional)).filter(F.col("run_id").isin(runs))
     alerts = (
         lakehouse.read("alerts")
         .filter(F.col("run_id").isin(runs))
@@ -116,12 +118,16 @@ def read_view(
         .orderBy(F.col("created_at").desc(), "kind")
         .limit(LAST_ALERTS)
     )
+    parts = {"runs": rows, "findings": changed_findings(provisional, batch_id), "alerts": alerts}
+    found = collected(pack(parts), list(parts))
+    latest = sorted(found["alerts"], key=lambda a: a["kind"])
+    latest.sort(key=lambda a: a["created_at"], reverse=True)
     return {
         "micro_batch": batch_id,
-        "files": len(paths),
-        "runs": [r.asDict() for r in rows.orderBy("run_id").collect()],
-        "findings": [r.asDict() for r in changed_findings(provisional, batch_id).collect()],
-        "alerts": [r.asDict() for r in alerts.collect()],
+        "files": files,
+        "runs": sorted((r.asDict() for r in found["runs"]), key=lambda r: r["run_id"]),
+        "findings": [r.asDict() for r in found["findings"]],
+        "alerts": [r.asDict() for r in latest],
     }
 
 

@@ -9,11 +9,14 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs.context import EXIT_OK, Context
 from pulsar_audit.output import format_table, seq_range
+
+if TYPE_CHECKING:  # the watch's modules load Spark: imported when it runs
+    from jobs.live import AfterBatch
+    from jobs.live_state import Judged
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ class _BatchDisplay:
         self.live = None
         self.runs: set[str] = set()
 
-    def __enter__(self) -> Callable[[int, list[str], list[str]], None]:
+    def __enter__(self) -> AfterBatch:
         if self.viewing:
             from rich.live import Live
 
@@ -78,12 +81,13 @@ class _BatchDisplay:
             if not self.live.console.is_terminal:  # rich ends the table's line on a terminal only
                 self.live.console.line()
 
-    def show(self, batch_id: int, paths: list[str], runs: list[str]) -> None:
+    def show(self, batch_id: int, paths: list[str], judged: Judged) -> None:
         from serve.live_view import batch_text, read_view, render_view
 
-        self.runs.update(runs)
+        self.runs.update(judged.runs)
         try:
-            view = read_view(self.ctx.lakehouse, batch_id, paths, sorted(self.runs))
+            lakehouse, runs = self.ctx.lakehouse, sorted(self.runs)
+            view = read_view(lakehouse, batch_id, len(paths), runs, judged.rates)
         except Exception:  # noqa: BLE001 - showing a micro-batch must never fail it
             log.warning("micro-batch %d: the view could not be read", batch_id, exc_info=True)
             return

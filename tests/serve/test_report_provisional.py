@@ -110,3 +110,25 @@ def test_a_run_no_watch_raised_anything_about_has_no_provisional_section(watched
     assert result["provisional"] == 0
     page = (tmp_path / "quiet.html").read_text()
     assert "Provisional findings" not in page and 'id="provisional"' not in page
+
+
+def test_the_live_view_reads_the_findings_beside_the_rates_the_fold_computed(watched) -> None:
+    """`watch`'s view after micro-batch 2 of run live-1: the rates its fold brought, the
+    finding counts of gold.provisional, the findings the micro-batch opened, no alert yet;
+    another run's findings are not shown."""
+    from serve.live_view import read_view
+
+    rates = [("live-1", 3, 0, 10.0, None)]  # sends, deliveries, and their rates
+    view = read_view(watched, 2, 1, ["live-1"], rates)
+    assert (view["micro_batch"], view["files"], view["alerts"]) == (2, 1, [])
+    assert view["runs"] == [
+        {"run_id": "live-1", "sends_per_s": 10.0, "deliveries_per_s": None,
+         "open_outages": 0, "suspected_losses": 1, "other_open": 0, "confirmed": 1,
+         "withdrawn": 0},
+    ]  # fmt: skip
+    assert [(f["kind"], f["state"], f["first_cause"]) for f in view["findings"]] == [
+        ("suspected_loss", "open", None)
+    ]
+    # a run the micro-batch had no events of is shown with its counts, without rates
+    [quiet] = read_view(watched, 3, 0, ["live-1"], [])["runs"]
+    assert (quiet["sends_per_s"], quiet["suspected_losses"], quiet["confirmed"]) == (None, 1, 1)
