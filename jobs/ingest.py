@@ -1,6 +1,7 @@
 """Ingest as the jobs run it, entered once per job: the input folder's files, listed once
 (ingest/inputs.py), handed to each source; traces gated row by row by the checks' rules in
-the same pass, then the table-level checks of every run the ingest touched."""
+the same pass, then the table-level checks of every run the ingest touched (a `watch`
+micro-batch leaves them to the run's end: `check_stale_runs`)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def ingest_traces(
     listed: list[FileStat] | None = None,
     table_checks: bool = True,
 ) -> IngestReport:
-    """Ingest every new trace file under `path` (ingest/traces.py), then check the runs it
-    touched; the report's runs are those checked.
+    """Ingest every new trace file under `path` (ingest/traces.py), then (with
+    `table_checks`) run the table-level checks of the runs it touched and of any run left
+    unchecked; the report's runs are those checked.
 
     listed: the files under `path` when the caller has listed them already.
     table_checks: False leaves the runs' table-level checks to a later call of
@@ -48,11 +50,14 @@ def ingest_traces(
 
 
 def check_stale_runs(
-    lakehouse: Lakehouse, runs: list[str], progress: Progress | None = None
+    lakehouse: Lakehouse, runs: list[str] | None = None, progress: Progress | None = None
 ) -> list[str]:
-    """The table-level checks of those of `runs` with a file ingested since their checks last
-    ran (or never checked); the runs checked."""
-    stale = sorted(set(runs_with_stale_checks(lakehouse)) & set(runs))
+    """The table-level checks of those of `runs` (None: every run) with a file ingested since
+    their checks last ran (or never checked), so that no verdict is computed without them; the
+    runs checked."""
+    stale = runs_with_stale_checks(lakehouse)
+    if runs is not None:
+        stale = sorted(set(stale) & set(runs))
     _check(lakehouse, stale, progress)
     return stale
 

@@ -7,9 +7,10 @@ ends or the watch leaves (jobs/live.py).
 Read → fold → write the state whole, one overwrite (through the micro-batch's deferred
 lakehouse, one commit after bronze's manifest, pulsar_audit/deferred.py) → the findings,
 collected (a short list: findings, not messages) for jobs/live.py to open and settle once
-committed. The state's parts, the closed outages, the findings and the ended runs come from
-one packed checkpoint (pulsar_audit/packed.py): one Spark job computes them, one collect
-brings the small ones.
+committed. The state's parts, the closed outages, the findings, the ended runs and the
+per-run rates of the micro-batch's events (for the live view) come from one packed
+checkpoint (pulsar_audit/packed.py): one Spark job computes them, one collect brings the
+small ones.
 """
 
 from __future__ import annotations
@@ -67,12 +68,13 @@ def read_state(lakehouse: Lakehouse) -> LiveState:
 
 def carry_over_state(lakehouse: Lakehouse) -> bool:
     """A watch of a version before session 33 kept its live state in six tables, one per
-    part (schemas.RETIRED_TABLES): carried into silver.live_state (one commit) when that is
-    still empty and any of them exists, so that a watch restarted on a newer version goes on
-    from the state it left. Whether it did. The old tables are left as they are."""
+    part (schemas.RETIRED_TABLES): carried into silver.live_state (one commit) when that was
+    never written and any of them exists, so that a watch restarted on a newer version goes on
+    from the state it left. Whether it did. The old tables are left as they are (a
+    live_state emptied later does not take them again)."""
     if not any(lakehouse.exists(part) for part in STATE_TABLES):
         return False
-    if not lakehouse.read("live_state").isEmpty():
+    if lakehouse.written("live_state"):
         return False
     # an older contract's missing columns read as null (Lakehouse.read), conformed by `of`
     older = pack({part: lakehouse.read(part) for part in STATE_TABLES})
@@ -105,10 +107,10 @@ def fold_batch(
     replayable: whether the micro-batch may be in the state already (the first one a watch
     process runs: a replay after a crash); a later one is not looked up.
 
-    What several parts of the state and the findings share (the batch's rows and deliveries, the
-    per-message aggregate, the in-flight changes, the consumers) is computed once into a
-    checkpoint; the new state, the outages closed, the findings and the ended runs are then
-    computed together into one (pulsar_audit/packed.py): the state's parts are written from
+    What several parts of the state and the findings share (the batch's rows and deliveries,
+    the per-message aggregate, the in-flight changes, the consumers) is computed once into a
+    checkpoint; the new state, the outages closed, the findings, the ended runs and the rates
+    are then computed together into one (pulsar_audit/packed.py): the state's parts are written from
     it in one overwrite of silver.live_state, and the small parts come to the driver in one
     collect."""
     if not runs:

@@ -14,10 +14,10 @@ them until its own commits were done (`CausesBefore.fingerprint_after`).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -40,7 +40,8 @@ CAUSES_CHANGED = ["causes", "causes_batch"]
 
 
 # The ranking's own code (rules, windows, order): a change of it ranks every finding again.
-RANKING_CODE = hashlib.sha256(Path(correlate.__file__).read_bytes()).hexdigest()[:16]
+# (read through its loader: on a Spark cluster's driver the package is a zip, pulsar_audit/spark.py)
+RANKING_CODE = hashlib.sha256(inspect.getsource(correlate).encode()).hexdigest()[:16]
 # Recorded instead of a fingerprint when another job wrote findings or the timeline while this
 # one ranked: matches no lakehouse, so the next job ranks every finding.
 NOT_CURRENT = "not current: another job wrote findings or the timeline during the ranking"

@@ -62,8 +62,13 @@ def state_rows(parts: dict[str, DataFrame]) -> DataFrame:
 
 def state_part(table: DataFrame, part: str) -> DataFrame:
     """The part `part` (a key of STATE_TABLES) of silver.live_state as read, conformed to its
-    schema."""
-    return conform(unpacked(table, part), STATE_TABLES[part])
+    schema; a field the part's contract gained since the table was written reads as null (as
+    `Lakehouse.read` does for a table's top-level columns)."""
+    found = unpacked(table, part)
+    added = [f for f in STATE_TABLES[part].fields if f.name not in found.columns]
+    if added:
+        found = found.select("*", *[F.lit(None).cast(f.dataType).alias(f.name) for f in added])
+    return conform(found, STATE_TABLES[part])
 
 
 def parts_of(table: DataFrame, parts: list[str]) -> DataFrame:

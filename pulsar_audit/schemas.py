@@ -683,13 +683,14 @@ class TableSpec:
     name: str
     schema: T.StructType
     key: tuple[str, ...] = ()
+    filtered: tuple[str, ...] = ()  # other columns reads filter on
 
     def stats_columns(self) -> tuple[str, ...]:
         """The columns queries and merges filter on: `run_id` (every per-run read) when the
-        table has it, then the natural key (every merge's join)."""
+        table has it, then the natural key (every merge's join), then `filtered`."""
         names = set(self.schema.fieldNames())
         first = ("run_id",) if "run_id" in names else ()
-        return tuple(dict.fromkeys(first + self.key))
+        return tuple(dict.fromkeys(first + self.key + self.filtered))
 
     def properties(self) -> dict[str, str]:
         """The table properties a new table is created with."""
@@ -741,7 +742,8 @@ TABLES: dict[str, TableSpec] = {
         TableSpec("gold", "config_risk", CONFIG_RISK, ("cluster", "namespace", "fault", "label")),
         TableSpec("gold", "alerts", ALERTS, ("dedup_key",)),
         TableSpec("gold", "provisional", PROVISIONAL, ("finding_id",)),
-        TableSpec("silver", "live_state", LIVE_STATE, (PART,)),
+        # no key (rows of six kinds); each part is read by its name
+        TableSpec("silver", "live_state", LIVE_STATE, filtered=(PART,)),
         TableSpec("silver", "live_reconciled", LIVE_RECONCILED, ("run_id",)),
     ]
 }

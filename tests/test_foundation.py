@@ -160,7 +160,8 @@ def test_a_table_of_an_older_contract_is_upgraded_in_place(spark, lakehouse: Lak
 def test_the_live_state_of_six_tables_is_carried_into_one(spark, lakehouse: Lakehouse):
     """A watch before session 33 kept its live state in a table per part, and an older one
     without live_streams' `seen_until` and `sent_upto`: the next watch carries it into
-    silver.live_state once, the missing columns null; a second call carries nothing."""
+    silver.live_state once, the missing columns null; a later call carries nothing, even
+    once live_state has been emptied."""
     from jobs.live_state import carry_over_state, read_state
     from pulsar_audit.schemas import LIVE_IN_FLIGHT, LIVE_RUNS, LIVE_STREAMS
 
@@ -188,6 +189,9 @@ def test_the_live_state_of_six_tables_is_carried_into_one(spark, lakehouse: Lake
     version = lakehouse.version("live_state")
     assert not carry_over_state(lakehouse)  # live_state holds the state now
     assert lakehouse.version("live_state") == version
+    lakehouse.overwrite("live_state", read_state(lakehouse).as_table().limit(0))
+    assert not carry_over_state(lakehouse)  # emptied since: not the old state again
+    assert lakehouse.read("live_state").isEmpty()
 
 
 def test_sql_string_literal_escapes_quotes_and_backslashes(spark):

@@ -147,12 +147,16 @@ def cmd_analyze(ctx: Context) -> int:
 
 def cmd_pipeline(ctx: Context) -> int:
     from jobs.analyze import refresh_gold
+    from jobs.ingest import check_stale_runs
 
     # a lakehouse that has only been ingested into has no silver and gold tables yet
     ctx.lakehouse.create_all()
     # one job at a time writes what analyze writes (analyze holds the lock throughout)
     with ctx.lakehouse.exclusive("ingest"):
-        runs = refresh_gold(ctx.lakehouse, ctx.config, requested_runs(ctx.args), ctx.progress())
+        requested = requested_runs(ctx.args)
+        # a run a `watch` ingested is table-checked once it has ended: before its verdict here
+        check_stale_runs(ctx.lakehouse, requested, ctx.progress())
+        runs = refresh_gold(ctx.lakehouse, ctx.config, requested, ctx.progress())
     ctx.emit(
         {"recomputed": runs},
         lambda r: (

@@ -122,8 +122,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="watch a landing folder: provisional findings and alerts while a run is written",
         description="A Spark Structured Streaming job over the trace files appearing under "
         "PATH (JSONL and .parquet; each file is read once, when it appears: write a file "
-        "whole, then move it in). Each micro-batch goes through the same ingest, checks and "
-        "pipeline as analyze; the runs it touched are judged for provisional findings "
+        "whole, then move it in). Each micro-batch goes through the same ingest and row checks "
+        "as analyze (a run's table checks and pipeline wait for its end); the runs it touched "
+        "are judged from the live state for provisional findings "
         "(gold.provisional: suspected_loss, outage_in_progress, duplicated, out_of_order), "
         "each sent once to the alert sinks. A run whose consumers all ended is reconciled: "
         "each finding confirmed by a batch finding or withdrawn. On leaving, analyze runs on "
