@@ -441,7 +441,10 @@ class Lakehouse:
 
     def _retry(self, table: str, what: str, commit: Callable[[], R]) -> R:
         """One Delta commit, retried when another job's commit conflicted with it; then the
-        kill point `commit:<table>` (`create:<table>`), the crash suite's fault injection."""
+        kill point `commit:<table>` (`create:<table>`), the crash suite's fault injection.
+        A retired table (schemas.RETIRED_TABLES) is only read: a commit to it is refused."""
+        if table in RETIRED_TABLES:
+            raise ValueError(f"{table}: a retired table, only read now; nothing was written")
         result = retry_commit(f"{table} ({self.location(table)})", what, commit)
         if what != "create" and _made_a_version(result):
             with self._commits_lock:

@@ -192,6 +192,10 @@ def test_the_live_state_of_six_tables_is_carried_into_one(spark, lakehouse: Lake
     lakehouse.overwrite("live_state", read_state(lakehouse).as_table().limit(0))
     assert not carry_over_state(lakehouse)  # emptied since: not the old state again
     assert lakehouse.read("live_state").isEmpty()
+    runs = spark.createDataFrame([("r2", at, 5)], LIVE_RUNS)
+    with pytest.raises(ValueError, match="retired"):  # the old tables are only read now
+        lakehouse.append("live_runs", runs)
+    assert lakehouse.version("live_runs") == 0
 
 
 def test_sql_string_literal_escapes_quotes_and_backslashes(spark):
