@@ -126,7 +126,9 @@ def fold_batch(
         producer = keep(lakehouse.read("producer_events").filter(of_files))
         consumer = keep(lakehouse.read("consumer_events").filter(of_files))
         delivery = keep(build_delivery(resolve_receives(consumer, producer)))
-        state = read_state(lakehouse)
+        # read once: every part is unpacked from it, some several times over (a Delta scan
+        # each, with its own search for files, otherwise)
+        state = LiveState.of(keep(lakehouse.read("live_state")))
         parts: dict[str, DataFrame] = {}
         if replayable and already_folded(state, runs, batch_id):
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)

@@ -41,7 +41,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
-from pulsar_audit.delta_log import local_table_state
+from pulsar_audit.delta_log import checksum_files, files_may_hold, local_table_state
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.spark import (
     observed_metrics,
@@ -317,8 +317,31 @@ class DeferredLakehouse(Lakehouse):
             entry.commits += 1
             return
         for write in _coalesced(self, writes):
-            _write_through(self, table, write)
+            if write.kind == "replace" and write.matches and self._holds_none(table, write):
+                # no committed row can match (the table's file statistics say so): nothing to
+                # remove, so the rows are appended, without Delta's search for the files a
+                # replace removes (a snapshot of the whole table computed by Spark jobs);
+                # none to add, no commit. A watch's micro-batch takes new files in so.
+                if write.rows == 0:
+                    log.info("%s: nothing to replace or add: no commit", table)
+                    continue
+                Lakehouse.append(self, table, write.frame)
+            else:
+                _write_through(self, table, write)
             entry.commits += 1
+
+    def _holds_none(self, table: str, write: _Write) -> bool:
+        """Whether no row of `table` as committed can match `write`'s matches, by the
+        statistics of its files its newest checksum lists; only while no other job has
+        committed to it since this one began (the lock keeps them out until `commit()`
+        returns), as for an empty table."""
+        entry = self._tables[table]
+        path = Path(self.location(table))
+        version = local_table_state(path).version
+        if entry.base_version is None or version != entry.base_version + entry.commits:
+            return False
+        files = checksum_files(path, version)
+        return files is not None and not files_may_hold(files, write.matches)
 
     def committed_alone(self) -> bool:
         """Whether every table this job committed is at the version its commits alone lead

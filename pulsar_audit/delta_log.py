@@ -171,3 +171,63 @@ def log_version(table_path: Path) -> int | None:
         return None
     versions = [int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()]
     return max(versions) if versions else None
+
+
+def checksum_files(table_path: Path, version: int) -> list[dict] | None:
+    """The data files (Delta `add` actions: path, size, stats) of a local table at `version`,
+    as that version's checksum file lists them; None when it does not (no checksum written,
+    or a table of more files than Delta lists there: its `allFilesInCrc.thresholdNumFiles`).
+    """
+    name = f"{version:020d}.crc"
+    try:
+        with open(table_path / "_delta_log" / name, encoding="utf-8") as crc:
+            checksum = json.load(crc)
+    except (FileNotFoundError, ValueError):  # none, or one being written
+        return None
+    files = checksum.get("allFiles") if isinstance(checksum, dict) else None
+    return files if isinstance(files, list) else None
+
+
+def files_may_hold(files: list[dict], matches: Iterable[dict[str, list[str]]]) -> bool:
+    """Whether any of `files` (`checksum_files`) may hold a row that one of `matches` (column →
+    values, ANDed across columns, as a replace's match) selects, by each file's statistics:
+    the minimum and maximum of each matched column. A file without statistics of a matched
+    column may hold anything; a file of no rows holds nothing.
+
+    Conservative where Delta truncates a string's statistics (its first STRING_PREFIX
+    characters or more, by its `stringPrefixLength`; a maximum truncated gains a last
+    character of Delta's choosing): a value is outside a file's range only when it sorts
+    below the minimum, or its first characters sort above those of the maximum without its
+    possible mark."""
+    matches = list(matches)
+    for add in files:
+        try:
+            stats = json.loads(add.get("stats") or "null")
+        except (TypeError, ValueError):
+            return True
+        if not isinstance(stats, dict):
+            return True
+        if stats.get("numRecords") == 0:
+            continue
+        if any(all(_column_may_hold(stats, c, vs) for c, vs in m.items()) for m in matches):
+            return True
+    return False
+
+
+# Delta's default `spark.databricks.io.skipping.stringPrefixLength` (ours is longer): a
+# string statistic no longer than this was not truncated
+STRING_PREFIX = 32
+
+
+def _column_may_hold(stats: dict, column: str, values: list[str]) -> bool:
+    low = (stats.get("minValues") or {}).get(column)
+    high = (stats.get("maxValues") or {}).get(column)
+    if not (isinstance(low, str) and isinstance(high, str)):
+        # no statistics of the column, or not a string's: only a column all null is ruled out
+        return (stats.get("nullCount") or {}).get(column) != stats.get("numRecords")
+    if any(not isinstance(v, str) for v in values):
+        return True
+    if len(high) <= STRING_PREFIX:  # not truncated: the maximum itself
+        return any(low <= v <= high for v in values)
+    shown = len(high) - 1
+    return any(v >= low and v[:shown] <= high[:shown] for v in values)

@@ -31,8 +31,14 @@ def pack(frames: dict[str, DataFrame]) -> DataFrame:
 
 
 def packed(frames: dict[str, DataFrame]) -> DataFrame:
-    """`pack(frames)` computed once, into a checkpoint."""
-    return checkpointed(pack(frames))
+    """`pack(frames)` computed once, into a checkpoint of as many partitions as a shuffle's.
+
+    The union has a partition per partition of every frame (a dozen for `watch`'s fold, on a
+    small input's one shuffle partition each), and each task of it deserializes the whole
+    union's plan: coalesced, a small pack is one task, and so are the jobs that read it."""
+    union = pack(frames)
+    partitions = int(union.sparkSession.conf.get("spark.sql.shuffle.partitions") or "1")
+    return checkpointed(union.coalesce(max(partitions, 1)))
 
 
 def unpacked(pack: DataFrame, name: str) -> DataFrame:

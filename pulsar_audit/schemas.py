@@ -683,7 +683,7 @@ class TableSpec:
     name: str
     schema: T.StructType
     key: tuple[str, ...] = ()
-    filtered: tuple[str, ...] = ()  # other columns reads filter on
+    filtered: tuple[str, ...] = ()  # other columns reads filter on, or replaces match on
 
     def stats_columns(self) -> tuple[str, ...]:
         """The columns queries and merges filter on: `run_id` (every per-run read) when the
@@ -715,7 +715,12 @@ TABLES: dict[str, TableSpec] = {
             ("target_table", "source_file", "line_number", "check"),
         ),
         TableSpec(
-            "bronze", "check_results", CHECK_RESULTS, ("run_id", "table", "expectation", "column")
+            "bronze",
+            "check_results",
+            CHECK_RESULTS,
+            ("run_id", "table", "expectation", "column"),
+            # a batch's row-check verdicts are replaced by its ingest id: new ones, appended
+            filtered=("ingest_id", "level"),
         ),
         TableSpec("bronze", "ingested_files", INGESTED_FILES, ("kind", "path", "content_hash")),
         TableSpec("bronze", "run_files", RUN_FILES, ("run_id", "table", "source_file")),

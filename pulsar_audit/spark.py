@@ -34,6 +34,12 @@ DELTA_CONF = {
     # columns added since on its next write or merge: every write selects the contract's
     # columns, so nothing else can be added.
     "spark.databricks.delta.schema.autoMerge.enabled": "true",
+    # A file's statistics of a string column keep its first 32 characters by default: every
+    # input file's path shares more than that with the others of its landing folder, so the
+    # statistics of `source_file` could not tell one file's rows from another's. With the
+    # whole path, a replace of the rows of new input files is known to remove nothing
+    # (pulsar_audit/deferred.py) and Delta's own data skipping can use them.
+    "spark.databricks.io.skipping.stringPrefixLength": "256",
 }
 # A JSON line with one field twice (`{"seq":1,"seq":2}`) must not fail the whole job when it is
 # parsed into a map (the default policy raises DUPLICATED_MAP_KEY, even in PERMISSIVE mode):

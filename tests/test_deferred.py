@@ -3,6 +3,7 @@ table at the end, Delta's own refusals kept. Real Delta tables under tmp_path.""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 
@@ -67,6 +68,38 @@ def test_replaces_of_a_table_with_rows_are_one_replace_where(spark, plain: Lakeh
     assert version(plain, "run_state") == 1 + 2
     assert content(plain.read("run_state")) == [("r1", "b"), ("r2", "d"), ("r9", "y")]
     assert job.committed_alone()
+    job.release()
+
+
+def commit_operation(lakehouse: Lakehouse, table: str, at: int) -> tuple[str, str | None]:
+    """The operation and its mode that wrote version `at` of `table` (its commitInfo)."""
+    log_file = Path(lakehouse.location(table)) / "_delta_log" / f"{at:020d}.json"
+    actions = [json.loads(line) for line in log_file.read_text().splitlines() if line]
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    return info["operation"], info["operationParameters"].get("mode")
+
+
+def test_a_replace_no_committed_row_can_match_is_an_append(spark, plain: Lakehouse):
+    plain.replace_runs("run_state", state_rows(spark, [("r1", "a"), ("r3", "c")]), ["r1", "r3"])
+    job = DeferredLakehouse(plain)
+    # r2 sorts between the file's r1 and r3: its statistics cannot rule it out
+    job.replace_runs("run_state", state_rows(spark, [("r2", "b")]), ["r2"])
+    job.commit()
+    assert commit_operation(plain, "run_state", 2) == ("WRITE", "Overwrite")
+    job.release()
+    job = DeferredLakehouse(plain)
+    job.replace_runs("run_state", state_rows(spark, [("r4", "d")]), ["r4"])  # above them all
+    job.commit()
+    assert commit_operation(plain, "run_state", 3) == ("WRITE", "Append")
+    assert job.committed_alone()
+    job.release()
+    job = DeferredLakehouse(plain)
+    job.replace_runs("run_state", state_rows(spark, []), ["r0"])  # nothing to remove or add
+    job.replace_runs("run_state", state_rows(spark, []), ["r1"])  # r1's rows removed
+    job.commit()
+    assert version(plain, "run_state") == 4
+    assert commit_operation(plain, "run_state", 4) == ("WRITE", "Overwrite")
+    assert content(plain.read("run_state")) == [("r2", "b"), ("r3", "c"), ("r4", "d")]
     job.release()
 
 
