@@ -39,6 +39,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
 from pulsar_audit.delta_log import checksum_files, files_may_hold, local_table_state
@@ -338,10 +339,13 @@ class DeferredLakehouse(Lakehouse):
         entry = self._tables[table]
         path = Path(self.location(table))
         version = local_table_state(path).version
-        if entry.base_version is None or version != entry.base_version + entry.commits:
+        # the versions this job made (a MERGE that changed nothing made none)
+        made = self._commits[table]
+        if entry.base_version is None or version != entry.base_version + made:
             return False
         files = checksum_files(path, version)
-        return files is not None and not files_may_hold(files, write.matches)
+        strings = [f.name for f in self.spec(table).schema.fields if f.dataType == StringType()]
+        return files is not None and not files_may_hold(files, write.matches, strings)
 
     def committed_alone(self) -> bool:
         """Whether every table this job committed is at the version its commits alone lead

@@ -188,18 +188,22 @@ def checksum_files(table_path: Path, version: int) -> list[dict] | None:
     return files if isinstance(files, list) else None
 
 
-def files_may_hold(files: list[dict], matches: Iterable[dict[str, list[str]]]) -> bool:
+def files_may_hold(
+    files: list[dict], matches: Iterable[dict[str, list[str]]], strings: Iterable[str]
+) -> bool:
     """Whether any of `files` (`checksum_files`) may hold a row that one of `matches` (column →
     values, ANDed across columns, as a replace's match) selects, by each file's statistics:
-    the minimum and maximum of each matched column. A file without statistics of a matched
-    column may hold anything; a file of no rows holds nothing.
+    the minimum and maximum of each matched column. Only the columns of `strings` (the
+    table's string columns) are compared (a timestamp's statistics are strings too, in
+    another form than a match's value); a file without statistics of a matched string column
+    may hold anything; a file of no rows holds nothing.
 
     Conservative where Delta truncates a string's statistics (its first STRING_PREFIX
     characters or more, by its `stringPrefixLength`; a maximum truncated gains a last
     character of Delta's choosing): a value is outside a file's range only when it sorts
     below the minimum, or its first characters sort above those of the maximum without its
     possible mark."""
-    matches = list(matches)
+    matches, strings = list(matches), set(strings)
     for add in files:
         try:
             stats = json.loads(add.get("stats") or "null")
@@ -207,10 +211,17 @@ def files_may_hold(files: list[dict], matches: Iterable[dict[str, list[str]]]) -
             return True
         if not isinstance(stats, dict):
             return True
-        if stats.get("numRecords") == 0:
-            continue
-        if any(all(_column_may_hold(stats, c, vs) for c, vs in m.items()) for m in matches):
+        rows = stats.get("numRecords")
+        if not isinstance(rows, int):
             return True
+        if rows == 0:
+            continue
+        for match in matches:  # a column not compared may hold its values
+            held = (
+                c not in strings or _column_may_hold(stats, rows, c, vs) for c, vs in match.items()
+            )
+            if all(held):
+                return True
     return False
 
 
@@ -219,12 +230,12 @@ def files_may_hold(files: list[dict], matches: Iterable[dict[str, list[str]]]) -
 STRING_PREFIX = 32
 
 
-def _column_may_hold(stats: dict, column: str, values: list[str]) -> bool:
+def _column_may_hold(stats: dict, rows: int, column: str, values: list[str]) -> bool:
     low = (stats.get("minValues") or {}).get(column)
     high = (stats.get("maxValues") or {}).get(column)
     if not (isinstance(low, str) and isinstance(high, str)):
-        # no statistics of the column, or not a string's: only a column all null is ruled out
-        return (stats.get("nullCount") or {}).get(column) != stats.get("numRecords")
+        # no statistics of the column: only a column all null is ruled out
+        return (stats.get("nullCount") or {}).get(column) != rows
     if any(not isinstance(v, str) for v in values):
         return True
     if len(high) <= STRING_PREFIX:  # not truncated: the maximum itself

@@ -95,11 +95,29 @@ def test_a_replace_no_committed_row_can_match_is_an_append(spark, plain: Lakehou
     job.release()
     job = DeferredLakehouse(plain)
     job.replace_runs("run_state", state_rows(spark, []), ["r0"])  # nothing to remove or add
-    job.replace_runs("run_state", state_rows(spark, []), ["r1"])  # r1's rows removed
+    job.commit()
+    assert version(plain, "run_state") == 3  # no commit
+    job.release()
+    job = DeferredLakehouse(plain)
+    job.replace_runs("run_state", state_rows(spark, []), ["r0"])
+    job.replace_runs("run_state", state_rows(spark, []), ["r1"])  # with r1's rows removed
     job.commit()
     assert version(plain, "run_state") == 4
     assert commit_operation(plain, "run_state", 4) == ("WRITE", "Overwrite")
     assert content(plain.read("run_state")) == [("r2", "b"), ("r3", "c"), ("r4", "d")]
+    job.release()
+
+
+def test_a_replace_after_another_writer_committed_stays_a_replace(spark, plain: Lakehouse):
+    plain.replace_runs("run_state", state_rows(spark, [("r1", "a")]), ["r1"])
+    job = DeferredLakehouse(plain)
+    job.replace_runs("run_state", state_rows(spark, [("r5", "e")]), ["r5"])
+    # another job's commit since this one began: its statistics are not this job's to trust
+    plain.replace_runs("run_state", state_rows(spark, [("r5", "x")]), ["r5"])
+    job.commit()
+    assert commit_operation(plain, "run_state", 3) == ("WRITE", "Overwrite")
+    assert content(plain.read("run_state")) == [("r1", "a"), ("r5", "e")]
+    assert not job.committed_alone()
     job.release()
 
 
