@@ -16,6 +16,7 @@ small ones.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, Row
@@ -61,9 +62,12 @@ class Judged:
     rates: list[Row] = field(default_factory=list)
 
 
-def read_state(lakehouse: Lakehouse) -> LiveState:
-    """The live state as it is (every run's: what is open is small)."""
-    return LiveState.of(lakehouse.read("live_state"))
+def read_state(
+    lakehouse: Lakehouse, keep: Callable[[DataFrame], DataFrame] = lambda df: df
+) -> LiveState:
+    """The live state as it is (every run's: what is open is small). keep: applied to the
+    table as read, before its parts are unpacked from it (a checkpoint: one read for all)."""
+    return LiveState.of(keep(lakehouse.read("live_state")))
 
 
 def carry_over_state(lakehouse: Lakehouse) -> bool:
@@ -128,7 +132,7 @@ def fold_batch(
         delivery = keep(build_delivery(resolve_receives(consumer, producer)))
         # read once: every part is unpacked from it, some several times over (a Delta scan
         # each, with its own search for files, otherwise)
-        state = LiveState.of(keep(lakehouse.read("live_state")))
+        state = read_state(lakehouse, keep)
         parts: dict[str, DataFrame] = {}
         if replayable and already_folded(state, runs, batch_id):
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)
