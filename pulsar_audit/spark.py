@@ -25,6 +25,7 @@ from pulsar_audit.jvm_archive import driver_options
 from pulsar_audit.paths import jars_dir
 from pulsar_audit.py4j_lookups import cache_jvm_lookups
 from pulsar_audit.quiet import jvm_start_quiet, quiet_pyspark_errors
+from pulsar_audit.spark_extension import EXTENSION_CLASS, extension_jar
 from pulsar_audit.storage import local_form
 
 DELTA_CONF = {
@@ -185,7 +186,12 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         for key, value in SQL_CONF.items():
             active.conf.set(key, value)
         return active
-    jars = ",".join(str(j) for j in delta_jars())
+    jars = [str(j) for j in delta_jars()]
+    extensions = [DELTA_CONF["spark.sql.extensions"]]
+    narrow = extension_jar()  # pulsar_audit/spark_extension.py: fewer stages for small jobs
+    if narrow is not None:
+        jars.append(str(narrow))
+        extensions.append(EXTENSION_CLASS)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log_conf = Path(__file__).with_name("log4j2.properties")
     java_options = f"-Dlog4j2.configurationFile=file:{log_conf}"
@@ -197,7 +203,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
     builder = (
         SparkSession.builder.master(config.spark.master)
         .appName(config.spark.app_name)
-        .config("spark.jars", jars)
+        .config("spark.jars", ",".join(jars))
         .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
@@ -215,6 +221,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)
     for key, value in {
         **DELTA_CONF,
+        "spark.sql.extensions": ",".join(extensions),
         **SQL_CONF,
         **PYTHON_CONF,
         **config.spark.conf,

@@ -89,6 +89,30 @@ if [ "$(cat .venv/.pulsar-audit-installed 2>/dev/null)" != "$want" ]; then
 fi
 
 finish delta-jars
+
+# pulsar-audit's Spark session extension (jvm/src; pulsar_audit/spark_extension.py), compiled
+# against the installed pyspark's jars, once per source and pyspark. Without a JDK compiler,
+# local sessions run without it (only with more stages): never a setup failure.
+extension_jar=$root/.cache/spark-ext/pulsar-audit-spark.jar
+extension_src=$(find jvm/src -name '*.java' | sort)
+spark_jars=$(.venv/bin/python -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
+want=$( (cat $extension_src; ls "$spark_jars") | sha256sum | cut -c1-16)
+if [ "$(cat "$extension_jar.stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: compiling the Spark extension (jvm/src) into .cache/spark-ext"
+  classes=$(mktemp -d)
+  rm -f "$extension_jar" "$extension_jar.stamp"
+  mkdir -p "$(dirname "$extension_jar")"
+  # shellcheck disable=SC2086
+  if command -v javac >/dev/null && command -v jar >/dev/null \
+    && javac --release 17 -nowarn -cp "$spark_jars/*" -d "$classes" $extension_src \
+    && jar cf "$extension_jar" -C "$classes" .; then
+    echo "$want" > "$extension_jar.stamp"
+  else
+    rm -f "$extension_jar"
+    echo "setup: no Spark extension (no JDK compiler, or it failed); sessions run without it"
+  fi
+  rm -rf "$classes"
+fi
 if needs_resolving jvm/pulsar/pom.xml "$root/.cache/pulsar/lib"; then
   echo "setup: resolving Apache Pulsar server jars with Maven into .cache/pulsar/lib (in the background)"
   background pulsar-jars pulsar_jars

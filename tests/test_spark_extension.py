@@ -1,0 +1,96 @@
+"""pulsar-audit's Spark extension (pulsar_audit/spark_extension.py; jvm/src): in a session that
+shuffles into one partition without adaptive execution (the tests' own), each shuffle Spark
+places into that partition is a narrow coalesce; the rows are the ones Spark's shuffles give."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Window as W
+from pyspark.sql import functions as F
+
+from pulsar_audit.spark import session_settings
+from pulsar_audit.spark_extension import EXTENSION_ENV, extension_jar, extension_jar_path
+
+ONE = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false"}
+
+
+@pytest.fixture(autouse=True)
+def built() -> None:
+    if extension_jar() is None:
+        if shutil.which("javac") is None:
+            pytest.skip("no JDK compiler here: setup builds no extension, sessions run without")
+        pytest.fail(f"scripts/setup.sh did not build {extension_jar_path()}")
+
+
+def plan_of(df: DataFrame) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def shuffles(plan: str) -> bool:
+    """Whether the plan shuffles (a broadcast is no shuffle)."""
+    return re.search(r"(?<!Broadcast)Exchange ", plan) is not None
+
+
+def joined(spark: SparkSession) -> DataFrame:
+    """Aggregates, a full and a left join, a window, a union, a global order, over inputs of
+    several partitions (a coalesce reads them all) and an empty one."""
+    sends = spark.range(0, 40, 1, 4).select(
+        (F.col("id") % 5).alias("producer"), F.col("id").alias("seq")
+    )
+    acks = spark.range(0, 40, 3, 3).select(
+        (F.col("id") % 7).alias("producer"), F.col("id").alias("acked")
+    )
+    nothing = spark.range(0, 0, 1, 2).select(F.col("id").alias("producer"), F.lit(1).alias("x"))
+    per = sends.groupBy("producer").agg(F.max("seq").alias("upto"), F.count("*").alias("sent"))
+    got = acks.groupBy("producer").agg(F.sum("acked").alias("acked"))
+    both = per.join(got, "producer", "full").join(nothing, "producer", "left")
+    ranked = both.withColumn(
+        "rank", F.row_number().over(W.partitionBy(F.col("producer") % 2).orderBy("producer"))
+    )
+    more = (
+        sends.select("producer")
+        .distinct()
+        .select(
+            "producer", *[F.lit(None).cast(t).alias(c) for c, t in ranked.dtypes if c != "producer"]
+        )
+    )
+    return ranked.unionByName(more).orderBy("producer", F.col("rank").asc_nulls_last())
+
+
+def test_a_one_partition_plan_has_no_shuffle(spark: SparkSession) -> None:
+    with session_settings(spark, ONE):
+        plan = plan_of(joined(spark))
+        assert not shuffles(plan)
+        assert "Coalesce 1" in plan
+        # a global aggregate too (a shuffle into a single partition)
+        assert not shuffles(plan_of(spark.range(0, 10, 1, 3).agg(F.sum("id"))))
+
+
+def test_the_rows_are_those_of_spark_s_shuffles(spark: SparkSession) -> None:
+    with session_settings(spark, ONE):
+        narrowed = joined(spark).collect()
+        total = spark.range(0, 10, 1, 3).agg(F.sum("id").alias("s")).first()["s"]
+    with session_settings(spark, {**ONE, "spark.sql.shuffle.partitions": "3"}):
+        shuffled = joined(spark)
+        assert shuffles(plan_of(shuffled))
+        assert narrowed == shuffled.collect()  # ordered: the same rows in the same order
+    assert len(narrowed) == 12  # the 7 producers acked (5 of them sending), then the 5 sending
+    assert total == 45
+
+
+def test_more_partitions_or_adaptive_execution_keep_their_shuffles(spark: SparkSession) -> None:
+    with session_settings(spark, {**ONE, "spark.sql.shuffle.partitions": "2"}):
+        assert "Exchange hashpartitioning" in plan_of(joined(spark))
+    with session_settings(spark, {**ONE, "spark.sql.adaptive.enabled": "true"}):
+        assert shuffles(plan_of(joined(spark)))
+
+
+def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(EXTENSION_ENV, "off")
+    assert extension_jar() is None
+    monkeypatch.setenv(EXTENSION_ENV, "on")
+    assert extension_jar() == extension_jar_path()
