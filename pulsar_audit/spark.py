@@ -188,7 +188,9 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         return active
     jars = [str(j) for j in delta_jars()]
     extensions = [DELTA_CONF["spark.sql.extensions"]]
-    narrow = extension_jar()  # pulsar_audit/spark_extension.py: fewer stages for small jobs
+    # pulsar_audit/spark_extension.py: fewer stages for small jobs, in this process's own JVM
+    # (whose threads have the stacks a one-stage lineage needs), never on a cluster's executors
+    narrow = extension_jar() if config.spark.master.startswith("local") else None
     if narrow is not None:
         jars.append(str(narrow))
         extensions.append(EXTENSION_CLASS)

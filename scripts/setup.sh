@@ -90,33 +90,44 @@ fi
 
 finish delta-jars
 
-# pulsar-audit's Spark session extension (jvm/src; pulsar_audit/spark_extension.py), compiled
-# against the installed pyspark's jars, once per source and pyspark. Without a JDK compiler,
-# local sessions run without it (only with more stages): never a setup failure.
-extension_jar=$root/.cache/spark-ext/pulsar-audit-spark.jar
-extension_src=$(find jvm/src -name '*.java' | sort)
-spark_jars=$(.venv/bin/python -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
-want=$( (cat $extension_src; ls "$spark_jars") | sha256sum | cut -c1-16)
-if [ "$(cat "$extension_jar.stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: compiling the Spark extension (jvm/src) into .cache/spark-ext"
-  classes=$(mktemp -d)
-  rm -f "$extension_jar" "$extension_jar.stamp"
-  mkdir -p "$(dirname "$extension_jar")"
-  # shellcheck disable=SC2086
-  if command -v javac >/dev/null && command -v jar >/dev/null \
-    && javac --release 17 -nowarn -cp "$spark_jars/*" -d "$classes" $extension_src \
-    && jar cf "$extension_jar" -C "$classes" .; then
-    echo "$want" > "$extension_jar.stamp"
-  else
-    rm -f "$extension_jar"
-    echo "setup: no Spark extension (no JDK compiler, or it failed); sessions run without it"
-  fi
-  rm -rf "$classes"
-fi
 if needs_resolving jvm/pulsar/pom.xml "$root/.cache/pulsar/lib"; then
   echo "setup: resolving Apache Pulsar server jars with Maven into .cache/pulsar/lib (in the background)"
   background pulsar-jars pulsar_jars
 fi
+
+# pulsar-audit's Spark session extension (jvm/src; pulsar_audit/spark_extension.py), compiled
+# against the installed pyspark's jars, once per source and pyspark. Without a JDK compiler
+# (or when it fails) local sessions run without it, only with more stages: never a setup
+# failure, and not tried again until the source or pyspark changes (or .cache/spark-ext goes).
+spark_extension() {
+  local out=$root/.cache/spark-ext/pulsar-audit-spark.jar src spark_jars want classes
+  src=$(find jvm/src -name '*.java' 2>/dev/null | sort || true)
+  spark_jars=$(.venv/bin/python -c "import os, pyspark
+print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))" 2>/dev/null || true)
+  if [ -z "$src" ] || [ ! -d "$spark_jars" ]; then
+    echo "setup: no Spark extension (no jvm/src or no pyspark jars); sessions run without it"
+    return 0
+  fi
+  # shellcheck disable=SC2086 # the source files, one word each (no spaces in jvm/src)
+  want=$( (cat $src; ls "$spark_jars") | sha256sum | cut -c1-16)
+  case "$(cat "$out.stamp" 2>/dev/null)" in "$want" | "none:$want") return 0 ;; esac
+  echo "setup: compiling the Spark extension (jvm/src) into .cache/spark-ext"
+  mkdir -p "$(dirname "$out")"
+  rm -f "$out"
+  classes=$(mktemp -d)
+  # shellcheck disable=SC2086
+  if command -v javac >/dev/null && command -v jar >/dev/null \
+    && javac --release 17 -nowarn -cp "$spark_jars/*" -d "$classes" $src \
+    && jar cf "$out" -C "$classes" .; then
+    echo "$want" > "$out.stamp"
+  else
+    rm -f "$out"
+    echo "none:$want" > "$out.stamp"
+    echo "setup: no Spark extension (no JDK compiler, or it failed); sessions run without it"
+  fi
+  rm -rf "$classes"
+}
+spark_extension
 
 # The local Spark driver's class-data archive (pulsar_audit/jvm_archive.py): once per JDK and
 # set of jars, from an analyze of examples/ (about a minute); a bare session then starts in

@@ -15,7 +15,8 @@ from pyspark.sql import types as T
 from pulsar_audit.config import ConfigError, load_config
 from pulsar_audit.delta_io import Lakehouse, sql_string_literal
 from pulsar_audit.schemas import RUN_STATE, TABLES, conform
-from pulsar_audit.spark import delta_jars
+from pulsar_audit.spark import DELTA_CONF, delta_jars
+from pulsar_audit.spark_extension import EXTENSION_CLASS, extension_jar
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,8 +24,11 @@ REPO = Path(__file__).resolve().parent.parent
 def test_spark_loads_delta_from_the_jar_cache(spark):
     jars = spark.conf.get("spark.jars")
     cached = [str(j) for j in delta_jars()]
-    assert jars.split(",") == cached
+    built = extension_jar()  # and pulsar-audit's own extension, once setup has built it
+    assert jars.split(",") == cached + ([str(built)] if built else [])
     assert all("/.cache/jars/" in j for j in cached)
+    extensions = spark.conf.get("spark.sql.extensions").split(",")
+    assert extensions == [DELTA_CONF["spark.sql.extensions"]] + ([EXTENSION_CLASS] if built else [])
 
 
 def test_a_thousand_level_lineage_runs_on_the_local_drivers_stacks(spark):

@@ -4,6 +4,7 @@ places into that partition is a narrow coalesce; the rows are the ones Spark's s
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 
@@ -13,17 +14,26 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from pulsar_audit.spark import session_settings
-from pulsar_audit.spark_extension import EXTENSION_ENV, extension_jar, extension_jar_path
+from pulsar_audit.spark_extension import (
+    EXTENSION_CLASS,
+    EXTENSION_ENV,
+    extension_jar,
+    extension_jar_path,
+)
 
 ONE = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false"}
 
 
 @pytest.fixture(autouse=True)
-def built() -> None:
-    if extension_jar() is None:
-        if shutil.which("javac") is None:
-            pytest.skip("no JDK compiler here: setup builds no extension, sessions run without")
-        pytest.fail(f"scripts/setup.sh did not build {extension_jar_path()}")
+def loaded(spark: SparkSession) -> None:
+    """The tests' session loaded the extension (setup built it), or says why it could not."""
+    if EXTENSION_CLASS in spark.conf.get("spark.sql.extensions").split(","):
+        return
+    if os.environ.get(EXTENSION_ENV, "").lower() == "off":
+        pytest.skip(f"{EXTENSION_ENV}=off: sessions run without the extension")
+    if shutil.which("javac") is None:
+        pytest.skip("no JDK compiler here: setup builds no extension, sessions run without")
+    pytest.fail(f"the tests' session did not load {EXTENSION_CLASS} ({extension_jar_path()})")
 
 
 def plan_of(df: DataFrame) -> str:
@@ -86,7 +96,39 @@ def test_more_partitions_or_adaptive_execution_keep_their_shuffles(spark: SparkS
     with session_settings(spark, {**ONE, "spark.sql.shuffle.partitions": "2"}):
         assert "Exchange hashpartitioning" in plan_of(joined(spark))
     with session_settings(spark, {**ONE, "spark.sql.adaptive.enabled": "true"}):
-        assert shuffles(plan_of(joined(spark)))
+        adaptive = joined(spark)
+        adaptive.collect()
+        assert "Final Plan" in plan_of(adaptive)  # as adaptive execution ran it
+        assert shuffles(plan_of(adaptive))
+
+
+def test_an_input_of_no_partition_is_one_empty_partition(spark: SparkSession) -> None:
+    """A scan of an empty table has no partition at all: coalesced, the join and the
+    aggregates over it still give one row per producer, as Spark's shuffles do."""
+    schema = "producer long, acked long"
+    none = spark.createDataFrame(spark.sparkContext.emptyRDD(), schema)
+    assert none.rdd.getNumPartitions() == 0
+
+    def per_producer() -> list:
+        sends = spark.range(0, 6, 1, 2).select((F.col("id") % 3).alias("producer"))
+        acked = none.groupBy("producer").agg(F.max("acked").alias("acked"))
+        per = sends.groupBy("producer").agg(F.count("*").alias("sent"))
+        found = per.join(acked, "producer", "left").orderBy("producer")
+        return found.collect(), plan_of(found), none.agg(F.count("*")).first()[0]
+
+    no_broadcast = {**ONE, "spark.sql.autoBroadcastJoinThreshold": "-1"}
+    with session_settings(spark, no_broadcast):
+        narrowed, plan, empty = per_producer()
+        assert not shuffles(plan)
+    with session_settings(spark, {**no_broadcast, "spark.sql.shuffle.partitions": "3"}):
+        shuffled, _, _ = per_producer()
+    assert narrowed == shuffled
+    assert [(r["producer"], r["sent"], r["acked"]) for r in narrowed] == [
+        (0, 2, None),
+        (1, 2, None),
+        (2, 2, None),
+    ]
+    assert empty == 0
 
 
 def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

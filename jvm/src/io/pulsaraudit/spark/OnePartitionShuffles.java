@@ -63,7 +63,13 @@ public final class OnePartitionShuffles extends AbstractFunction1<SparkSessionEx
       if (conf.numShufflePartitions() != 1 || conf.adaptiveExecutionEnabled()) {
         return plan;
       }
-      return narrowed(plan);
+      try {
+        return narrowed(plan);
+      } catch (LinkageError e) {
+        // compiled against another Spark than the one running (setup not run again since
+        // pyspark changed): the plan as Spark made it, never a failed query
+        return plan;
+      }
     }
 
     private static SparkPlan narrowed(SparkPlan plan) {
