@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -29,6 +29,7 @@ from pipelines.live_state import (
     LiveState,
     ended,
     fold,
+    new_subscriptions,
     parts_of,
     seen_in,
     state_part,
@@ -137,7 +138,10 @@ def fold_batch(
         if replayable and already_folded(state, runs, batch_id):
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)
         else:
-            folded = fold(state, producer, delivery, consumer, config.pipeline, batch_id, keep)
+            earlier = _earlier(lakehouse, state, consumer, of_files)
+            folded = fold(
+                state, producer, delivery, consumer, config.pipeline, batch_id, keep, earlier
+            )
             state = folded.state
             parts = {**state.tables(), CLOSED: folded.closed_outages}
         run_events = lakehouse.read("run_events").filter(F.col("run_id").isin(runs))
@@ -159,6 +163,18 @@ def fold_batch(
     finally:
         for df in kept:
             release(df)
+
+
+def _earlier(
+    lakehouse: Lakehouse, state: LiveState, consumer: DataFrame, of_files: Column
+) -> DataFrame | None:
+    """The bronze producer rows, before this micro-batch's files, of the runs where the batch
+    shows a subscription the state does not know (`fold`'s `earlier`); None when it shows
+    none (the usual micro-batch: one small job to know it, no read of bronze)."""
+    runs = sorted({row["run_id"] for row in new_subscriptions(state.consumers, consumer).collect()})
+    if not runs:  # subscriptions: a short list
+        return None
+    return lakehouse.read("producer_events").filter(F.col("run_id").isin(runs) & ~of_files)
 
 
 def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -> DataFrame:

@@ -137,13 +137,18 @@ def fold(
     pipeline: PipelineConfig,
     batch_id: int,
     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+    earlier: DataFrame | None = None,
 ) -> Folded:
     """The state once a micro-batch's events are folded in.
 
     producer_events, consumer_events: the micro-batch's bronze rows; delivery: its receives
     as silver.delivery rows (`pipelines.silver.build_delivery`). keep: applied to what
     several parts of the state are derived from (the per-message aggregate, the counted in-flight
-    changes, the consumers), so that a caller can compute each once (a checkpoint)."""
+    changes, the consumers), so that a caller can compute each once (a checkpoint).
+    earlier: the bronze producer rows of earlier micro-batches of the runs where
+    `new_subscriptions` shows a subscription the state does not know (None: there is none):
+    a subscription first seen after messages were acked awaits them too, as the batch
+    detectors expect every subscription of a topic to get every acked message."""
     messages = keep(_messages(producer_events, state.in_flight, delivery, state.streams))
     prior = state.streams.select(
         *STREAM,
@@ -160,7 +165,9 @@ def fold(
     folded = LiveState(
         in_flight=conform(messages.filter(F.col("completed_at").isNull()), LIVE_IN_FLIGHT),
         streams=_streams(state.streams, counted, producer_events),
-        awaiting=_awaiting(state, messages, delivery, consumers),
+        awaiting=_awaiting(
+            state, messages, delivery, consumers, _owed(state, consumer_events, earlier)
+        ),
         frontier=_frontier(state.frontier, delivery),
         consumers=consumers,
         runs=_runs(state.runs, producer_events, consumer_events, batch_id),
@@ -198,16 +205,7 @@ def _messages(
     await it. A delivery at or below it of a message not in flight was completed before (the
     usual order) or never sent in the trace: not kept. A completion of a message never sent
     is ignored, as the batch detectors do."""
-    batch = (
-        producer_events.filter(F.col("seq").isNotNull())
-        .withColumnRenamed("client", "producer")
-        .groupBy(*MESSAGE_KEY)
-        .agg(
-            first_send().alias("batch_sent_at"),
-            first_completion().alias("completed_at"),
-            F.min_by("ts", F.when(is_ack(), event_order())).alias("ack_ts"),
-        )
-    )
+    batch = _per_message(producer_events)
     prior = in_flight.select(
         *MESSAGE_KEY,
         F.col("sent_at").alias("prior_sent_at"),
@@ -233,6 +231,47 @@ def _messages(
                 F.coalesce("got", no_subscriptions),
             ).alias("delivered_to"),
         )
+    )
+
+
+def _per_message(producer_events: DataFrame) -> DataFrame:
+    """(MESSAGE_KEY, batch_sent_at, completed_at, ack_ts): per message of `producer_events`,
+    its first send and first completion in the producer's order, and its first ack's ts."""
+    return (
+        producer_events.filter(F.col("seq").isNotNull())
+        .withColumnRenamed("client", "producer")
+        .groupBy(*MESSAGE_KEY)
+        .agg(
+            first_send().alias("batch_sent_at"),
+            first_completion().alias("completed_at"),
+            F.min_by("ts", F.when(is_ack(), event_order())).alias("ack_ts"),
+        )
+    )
+
+
+def new_subscriptions(consumers: DataFrame, consumer_events: DataFrame) -> DataFrame:
+    """(run_id, topic, subscription): the subscriptions a micro-batch's consumer events show
+    that the state's consumers (LIVE_CONSUMERS) do not hold yet."""
+    keys = ["run_id", "topic", "subscription"]
+    return (
+        consumer_status(consumer_events)
+        .select(*keys)
+        .distinct()
+        .join(consumers.select(*keys), keys, how="left_anti")
+    )
+
+
+def acked_earlier(producer_events: DataFrame) -> DataFrame:
+    """(MESSAGE_KEY, first_ts, ack_ts): the messages `producer_events` (earlier micro-batches'
+    rows) show sent and acked, as a new subscription's awaited rows need them."""
+    return (
+        _per_message(producer_events)
+        .filter(
+            F.col("batch_sent_at").isNotNull()
+            & F.col("completed_at").isNotNull()
+            & F.col("ack_ts").isNotNull()
+        )
+        .select(*MESSAGE_KEY, F.col("batch_sent_at.ts").alias("first_ts"), "ack_ts")
     )
 
 
@@ -278,12 +317,32 @@ def _first_deliveries(delivery: DataFrame) -> DataFrame:
     return delivery.groupBy(*SUBSCRIBED, "seq").agg(F.min("ts").alias("ts"))
 
 
+def _owed(
+    state: LiveState, consumer_events: DataFrame, earlier: DataFrame | None
+) -> DataFrame | None:
+    """(SUBSCRIBED, seq, first_ts, ack_ts, passed_at): what the subscriptions new in this
+    micro-batch are owed of the messages acked before it (None: nothing to look at)."""
+    if earlier is None:
+        return None
+    new = new_subscriptions(state.consumers, consumer_events)
+    return (
+        acked_earlier(earlier)
+        .join(new, ["run_id", "topic"], how="inner")
+        .select(*SUBSCRIBED, "seq", "first_ts", "ack_ts", F.lit(None).alias("passed_at"))
+    )
+
+
 def _awaiting(
-    state: LiveState, messages: DataFrame, delivery: DataFrame, consumers: DataFrame
+    state: LiveState,
+    messages: DataFrame,
+    delivery: DataFrame,
+    consumers: DataFrame,
+    owed: DataFrame | None = None,
 ) -> DataFrame:
     """LIVE_AWAITING: the state's rows and the batch's new acks (a row per subscription known
-    so far that has not got the message), less what the batch delivered; passed_at from the
-    batch's later deliveries (a new row: from the frontier, when it is past the seq)."""
+    so far that has not got the message), and `owed` (`_owed`), less what the batch
+    delivered; passed_at from the batch's later deliveries (a new row: from the frontier,
+    when it is past the seq)."""
     subscriptions = consumers.select("run_id", "topic", "subscription").distinct()
     acked_now = messages.filter(F.col("completed_at").isNotNull() & F.col("ack_ts").isNotNull())
     frontier = state.frontier.select(*SUBSCRIBED, "max_seq", "max_seq_ts")
@@ -299,20 +358,47 @@ def _awaiting(
             F.when(F.col("max_seq") > F.col("seq"), F.col("max_seq_ts")).alias("passed_at"),
         )
     )
+    if owed is not None:
+        new = new.unionByName(owed.withColumn("passed_at", F.col("passed_at").cast("timestamp")))
     first = _first_deliveries(delivery)
-    still = state.awaiting.unionByName(new).join(first, [*SUBSCRIBED, "seq"], how="left_anti")
-    later = (
-        still.alias("a")
-        .join(
-            first.alias("d"),
-            [F.col(f"a.{c}") == F.col(f"d.{c}") for c in SUBSCRIBED]
-            + [F.col("d.seq") > F.col("a.seq")],
-            how="left",
-        )
-        .groupBy(*[F.col(f"a.{c}") for c in LIVE_AWAITING.fieldNames()])
-        .agg(F.min("d.ts").alias("later"))
+    still = (
+        state.awaiting.unionByName(new)
+        .join(first, [*SUBSCRIBED, "seq"], how="left_anti")
+        .distinct()
     )
-    return conform(later.withColumn("passed_at", F.least("passed_at", "later")), LIVE_AWAITING)
+    return conform(
+        _passed_later(still, first).withColumn("passed_at", F.least("passed_at", "later")),
+        LIVE_AWAITING,
+    )
+
+
+def _passed_later(awaited: DataFrame, first: DataFrame) -> DataFrame:
+    """`awaited` (LIVE_AWAITING rows, none of them in `first`) with `later`: the earliest of
+    `first`'s deliveries (`_first_deliveries`) of a higher seq to the same subscription,
+    producer and partition (null: none). One window over both, sorted by seq: linear in the
+    rows, where a join on seq > seq would pair each awaited message with every later
+    delivery (a backlog of thousands against a micro-batch's deliveries)."""
+    awaiting = LIVE_AWAITING.fieldNames()
+    marked = awaited.select(*awaiting, F.lit(None).cast("timestamp").alias("_delivered"))
+    delivered = first.select(
+        *[F.col(c) if c in SUBSCRIBED or c == "seq" else F.lit(None).alias(c) for c in awaiting],
+        F.col("ts").alias("_delivered"),
+    )
+    # descending seq, a range frame: every row of a seq at or above this one's (an awaited
+    # message is never among the delivered, so "at" adds nothing but itself)
+    above = (
+        W.partitionBy(*SUBSCRIBED)
+        .orderBy(F.col("seq").desc())
+        .rangeBetween(W.unboundedPreceding, W.currentRow)
+    )
+    both = marked.withColumn("_awaited", F.lit(True)).unionByName(
+        delivered.withColumn("_awaited", F.lit(False)), allowMissingColumns=False
+    )
+    return (
+        both.withColumn("later", F.min("_delivered").over(above))
+        .filter(F.col("_awaited"))
+        .select(*awaiting, "later")
+    )
 
 
 def _frontier(frontier: DataFrame, delivery: DataFrame) -> DataFrame:

@@ -238,14 +238,23 @@ def anomalies(gold: Gold, *kinds: str) -> list[tuple]:
     return sorted(got)
 
 
-def folded(spark: SparkSession, state: LiveState, events: list[dict], batch_id: int) -> Folded:
+def folded(
+    spark: SparkSession,
+    state: LiveState,
+    events: list[dict],
+    batch_id: int,
+    earlier: list[dict] = (),
+) -> Folded:
     """`events` as one `watch` micro-batch folded into `state` (pipelines/live_state.py), the
     new state's frames and the closed outages computed by one job into one checkpoint, as the
-    job writes them (jobs/live_state.py: `packed`)."""
+    job writes them (jobs/live_state.py: `packed`). earlier: the events of the micro-batches
+    before it (their producer rows are `fold`'s `earlier`, as the job reads them from bronze
+    when a subscription is new)."""
     batch = bronze(spark, events, ingest_id=f"i{batch_id}")
     producer, consumer = batch.producer_events, batch.consumer_events
     delivery = build_delivery(resolve_receives(consumer, producer))
-    done = fold(state, producer, delivery, consumer, PIPELINE, batch_id)
+    before = bronze(spark, list(earlier), ingest_id="before").producer_events if earlier else None
+    done = fold(state, producer, delivery, consumer, PIPELINE, batch_id, earlier=before)
     pack = packed({**done.state.tables(), _CLOSED: done.closed_outages})
     kept = LiveState(*(unpacked(pack, table) for table in STATE_TABLES))
     return Folded(kept, unpacked(pack, _CLOSED))
@@ -292,6 +301,7 @@ class MicroBatches:
         state, after = LiveState.empty(spark), []
         for batch_id in range(max(len(batches) for batches in self.batches.values())):
             events = [e for b in self.batches.values() if batch_id < len(b) for e in b[batch_id]]
-            after.append(folded(spark, state, events, batch_id))
+            earlier = [e for b in self.batches.values() for batch in b[:batch_id] for e in batch]
+            after.append(folded(spark, state, events, batch_id, earlier))
             state = after[-1].state
         return Folds(tuple(after), names=tuple(self.batches))

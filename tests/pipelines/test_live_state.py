@@ -126,3 +126,35 @@ def test_a_delivery_folded_before_its_send_is_not_awaited_once_the_send_comes(fo
     assert _rows(state.streams, "in_flight", "sent_upto", "seen_until") == [(1, 4, at(1500))]
     clock = state.runs.select("run_id", "now")
     assert _rows(suspected_losses(state.awaiting, clock, 0), "seq_from", "seq_to") == []
+
+
+# The reader starts after the producer is done (a chaos run that verifies after producing):
+# its subscription is first seen in the micro-batch after every ack. It awaits what it has
+# not got of them, as the batch detectors expect every subscription to get every acked message.
+SUBSCRIBED_LATE = MICRO_BATCHES.add(
+    "subscribed_late",
+    [send(s, s * 10) for s in range(1, 6)] + [ack(s, s * 10 + 2) for s in range(1, 6)],
+    [receive(1, 100), receive(3, 110), receive(5, 105)],
+    [receive(2, 1200), receive(4, 1210)],
+)
+
+
+def test_a_subscription_first_seen_after_the_acks_awaits_what_it_has_not_got(folds) -> None:  # noqa: ANN001
+    assert folds(0, SUBSCRIBED_LATE).state.awaiting.count() == 0  # no subscription yet
+
+    state = folds(1, SUBSCRIBED_LATE).state
+    # seq 2 and 4 were acked before s1 was seen; each passed by the earliest delivery of a
+    # higher seq (seq 5's at 105, before seq 3's at 110)
+    assert _rows(state.awaiting, "subscription", "seq", "first_ts", "ack_ts", "passed_at") == [
+        ("s1", 2, at(20), at(22), at(105)),
+        ("s1", 4, at(40), at(42), at(105)),
+    ]
+    clock = state.runs.select("run_id", "now")
+    # two blocks: seq 3 came between them
+    losses = suspected_losses(state.awaiting, clock, 1)
+    assert _rows(losses, "kind", "subscription", "seq_from", "seq_to") == [
+        ("suspected_loss", "s1", 2, 2),
+        ("suspected_loss", "s1", 4, 4),
+    ]
+
+    assert folds(2, SUBSCRIBED_LATE).state.awaiting.count() == 0  # both came
