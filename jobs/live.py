@@ -36,7 +36,14 @@ from jobs.analyze import analyze
 from jobs.ingest import check_stale_runs, ingest_inputs
 from jobs.live_reconcile import ended_runs, pending_runs, record_reconciled, settle
 from jobs.live_source import input_files
-from jobs.live_state import Judged, carry_over_state, finding_ids, fold_batch, judge
+from jobs.live_state import (
+    Judged,
+    KeptState,
+    carry_over_state,
+    finding_ids,
+    fold_batch,
+    judge,
+)
 from jobs.stages import Progress, stage
 from pipelines.causes_job import attach_causes, attach_provisional_causes
 from pipelines.infra_events import refresh_infra_events
@@ -116,6 +123,7 @@ class Watch:
         self.options, self.progress = options, progress
         self.after_batch = after_batch
         self.done = Watched()
+        self.kept_state = KeptState()  # the live state this process last committed
         self._busy = threading.Lock()
         self._last_active = time.monotonic()
         self._ended_seen = False
@@ -144,10 +152,12 @@ class Watch:
                         job.release()
                 else:
                     judged, infra = self._take_in(self.lakehouse, files, batch_id)
+                if judged.state_rows is not None:  # committed: the state as it now is
+                    self.kept_state.committed(self.lakehouse, judged.state_rows)
                 # on what is committed: a finding or a send is never deferred
                 if judged.runs:
                     with stage("provisional findings", self.progress):
-                        judge(self.lakehouse, judged, batch_id)
+                        judge(self.lakehouse, judged, batch_id, self.kept_state)
                 if judged.runs or infra:  # new findings, or new events to explain them
                     with stage("causes", self.progress):
                         attach_provisional_causes(self.lakehouse, self.config, batch_id)
@@ -188,7 +198,10 @@ class Watch:
         with stage("live state", self.progress):
             # only the first micro-batch a process runs can be a replay (a failed one ends it)
             replayable = self.done.batches == 0
-            return fold_batch(lakehouse, self.config, paths, runs, batch_id, replayable), came
+            judged = fold_batch(
+                lakehouse, self.config, paths, runs, batch_id, replayable, self.kept_state
+            )
+            return judged, came
 
     def reconcile_pending(self) -> None:
         """Between micro-batches (none runs meanwhile): the runs the live state has ended
@@ -234,6 +247,7 @@ class Watch:
             log.info("watch interrupted after %d micro-batch(es)", self.done.batches)
         finally:
             query.stop()
+            self.kept_state.release()
         return self.leave()
 
     def _wait_idle(self, query: Any, idle_s: float | None) -> None:  # noqa: ANN401 - StreamingQuery

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
@@ -37,6 +38,7 @@ from pipelines.live_state import (
 from pipelines.silver import build_delivery, resolve_receives
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.delta_log import log_version
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.packed import collected, pack, packed
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL
@@ -61,14 +63,55 @@ class Judged:
     found: list[Row] = field(default_factory=list)
     closed: list[Row] = field(default_factory=list)
     rates: list[Row] = field(default_factory=list)
+    # the live state's rows the micro-batch wrote (a checkpoint the caller keeps or releases)
+    state_rows: DataFrame | None = None
+
+
+@dataclass
+class KeptState:
+    """silver.live_state as this watch process last wrote it: its rows (a checkpoint) and the
+    table's version its commit made. While the table is still at that version (no other
+    writer since: its log says so, without Spark), the rows are the table, read from memory
+    instead of from a version whose Delta snapshot would be built anew (a Spark job and
+    planning, twice per micro-batch). A new process, another writer or a table not in a local
+    path: read from Delta."""
+
+    rows: DataFrame | None = None
+    version: int | None = None
+
+    def table(self, lakehouse: Lakehouse) -> DataFrame | None:
+        """The table's rows, when what is kept is still the table; else None."""
+        if self.rows is None or lakehouse.config.storage != "path":
+            return None
+        if log_version(Path(lakehouse.location("live_state"))) != self.version:
+            return None
+        return self.rows
+
+    def committed(self, lakehouse: Lakehouse, rows: DataFrame) -> None:
+        """`rows` are committed (the commit that wrote them has returned)."""
+        self.release()
+        if lakehouse.config.storage == "path":
+            self.rows = rows
+            self.version = log_version(Path(lakehouse.location("live_state")))
+        else:
+            release(rows)
+
+    def release(self) -> None:
+        if self.rows is not None:
+            release(self.rows)
+        self.rows, self.version = None, None
 
 
 def read_state(
-    lakehouse: Lakehouse, keep: Callable[[DataFrame], DataFrame] = lambda df: df
+    lakehouse: Lakehouse,
+    keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+    kept: KeptState | None = None,
 ) -> LiveState:
     """The live state as it is (every run's: what is open is small). keep: applied to the
-    table as read, before its parts are unpacked from it (a checkpoint: one read for all)."""
-    return LiveState.of(keep(lakehouse.read("live_state")))
+    table as read, before its parts are unpacked from it (a checkpoint: one read for all).
+    kept: the state this process last wrote (read from memory while it is the table)."""
+    table = kept.table(lakehouse) if kept is not None else None
+    return LiveState.of(table if table is not None else keep(lakehouse.read("live_state")))
 
 
 def carry_over_state(lakehouse: Lakehouse) -> bool:
@@ -105,12 +148,15 @@ def fold_batch(
     runs: list[str],
     batch_id: int,
     replayable: bool = True,
+    kept_state: KeptState | None = None,
 ) -> Judged:
     """Fold the bronze rows of `files` (the micro-batch's, of `runs`) into the live state,
     write it, and judge `runs` from it.
 
     replayable: whether the micro-batch may be in the state already (the first one a watch
     process runs: a replay after a crash); a later one is not looked up.
+    kept_state: the state this process last wrote (`KeptState`); the rows this micro-batch
+    writes are returned in `Judged.state_rows`, for the caller to keep once committed.
 
     What several parts of the state and the findings share (the batch's rows and deliveries,
     the per-message aggregate, the in-flight changes, the consumers) is computed once into a
@@ -128,12 +174,13 @@ def fold_batch(
 
     try:
         of_files = F.col("source_file").isin(files)
-        producer = keep(lakehouse.read("producer_events").filter(of_files))
-        consumer = keep(lakehouse.read("consumer_events").filter(of_files))
+        # the micro-batch's rows: from its ingest's pending writes when they hold them all
+        producer = keep(lakehouse.read_matching("producer_events", {"source_file": files}))
+        consumer = keep(lakehouse.read_matching("consumer_events", {"source_file": files}))
         delivery = keep(build_delivery(resolve_receives(consumer, producer)))
         # read once: every part is unpacked from it, some several times over (a Delta scan
         # each, with its own search for files, otherwise)
-        state = read_state(lakehouse, keep)
+        state = read_state(lakehouse, keep, kept_state)
         parts: dict[str, DataFrame] = {}
         if replayable and already_folded(state, runs, batch_id):
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)
@@ -151,14 +198,21 @@ def fold_batch(
         parts[RATES] = batch_rates(producer, consumer)  # what the live view shows of the batch
         kept.append(computed := packed(parts))
         small = collected(computed, [p for p in (CLOSED, FOUND, ENDED, RATES) if p in parts])
+        rows = None
         if CLOSED in parts:  # folded: every part, in one commit
-            lakehouse.overwrite("live_state", parts_of(computed, list(STATE_TABLES)))
+            rows = checkpointed(parts_of(computed, list(STATE_TABLES)))
+            try:
+                lakehouse.overwrite("live_state", rows)
+            except BaseException:
+                release(rows)
+                raise
         return Judged(
             runs=runs,
             ended=sorted(row["run_id"] for row in small[ENDED]),
             found=small[FOUND],  # findings, not messages
             closed=small.get(CLOSED, []),  # outages: a short list
             rates=small[RATES],  # a row per run
+            state_rows=rows,
         )
     finally:
         for df in kept:
@@ -186,12 +240,14 @@ def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -
     return losses.unionByName(outages).unionByName(live.seen_as_they_are(seen))
 
 
-def judge(lakehouse: Lakehouse, judged: Judged, batch_id: int) -> None:
+def judge(
+    lakehouse: Lakehouse, judged: Judged, batch_id: int, kept_state: KeptState | None = None
+) -> None:
     """Open the provisional findings a micro-batch's fold shows, and settle those of its runs
     still going from the live state: an outage is confirmed by the stretch the batch closed,
     a suspected loss withdrawn once no awaited message of it is missing any more. An outage
     the batch closed that was never seen in progress (it began and ended between two looks)
-    is recorded confirmed at once, so that it is raised too."""
+    is recorded confirmed at once, so that it is raised too. kept_state: as `fold_batch`'s."""
     of_runs = F.col("run_id").isin(judged.runs)
     known = finding_ids(lakehouse.read("provisional").filter(of_runs))
     new = [row for row in judged.found if row["finding_id"] not in known]
@@ -210,11 +266,18 @@ def judge(lakehouse: Lakehouse, judged: Judged, batch_id: int) -> None:
     updates = live.resolved(
         lakehouse.read("provisional").filter(of_going),
         live.batch_findings(lakehouse.read("anomalies").limit(0), closed),
-        live.awaited(state_part(lakehouse.read("live_state"), "live_awaiting").filter(of_going)),
+        live.awaited(
+            state_part(_state_table(lakehouse, kept_state), "live_awaiting").filter(of_going)
+        ),
         F.lit(False),
         batch_id,
     ).collect()
     record_settled(lakehouse, updates)
+
+
+def _state_table(lakehouse: Lakehouse, kept: KeptState | None) -> DataFrame:
+    table = kept.table(lakehouse) if kept is not None else None
+    return table if table is not None else lakehouse.read("live_state")
 
 
 def finding_ids(df: DataFrame) -> set[str]:

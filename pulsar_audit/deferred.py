@@ -166,6 +166,18 @@ class DeferredLakehouse(Lakehouse):
             base = super().read(table, entry.base_version)
         return _apply(base, writes)
 
+    def read_matching(self, table: str, match: Match) -> DataFrame:
+        """Without the table when the pending writes replace every row `match` selects (a
+        micro-batch's bronze rows of its own files, just ingested): from the pending frames
+        alone, no Delta scan of the version the job began from."""
+        entry = self._table(table)
+        with self._guard:
+            writes = list(entry.writes)
+        if writes and _replaced(writes, match):
+            empty = local_frame(self.spark, [], self.spec(table).schema)
+            return _apply(empty, writes).filter(match_column(match))
+        return super().read_matching(table, match)
+
     def versions(self, tables):  # type: ignore[override]
         """Committed versions: pending writes of `tables` are committed first."""
         tables = list(tables)
@@ -411,6 +423,25 @@ def _apply(base: DataFrame, write: _Write | list[_Write]) -> DataFrame:
             else F.col(f"t.{c}").alias(c)
             for c in columns
         ]
+    )
+
+
+def _replaced(writes: list[_Write], match: Match) -> bool:
+    """Whether `writes` (a table's pending ones, in order) leave none of the table's committed
+    rows that `match` selects: one of them is a replace whose own match selects all those rows
+    (or the whole table), and every one is a replace or an append (a merge or an update could
+    not bring a committed row into `match` then, but is not reasoned about)."""
+    if any(w.kind not in ("replace", "append") for w in writes):
+        return False
+
+    def covers(replaced: Match) -> bool:
+        return all(
+            column in match and set(match[column]) <= set(values)
+            for column, values in replaced.items()
+        )
+
+    return any(
+        w.kind == "replace" and (not w.matches or any(covers(m) for m in w.matches)) for w in writes
     )
 
 

@@ -223,6 +223,12 @@ class Lakehouse:
             self._verified.add(table)
         return with_added_columns(df, self.spec(table).schema)
 
+    def read_matching(self, table: str, match: Match) -> DataFrame:
+        """The rows of `table` that `match` selects (as a replace's match: every column's
+        value among the listed ones). A deferred job answers it without the table when its
+        pending writes replace all such rows (pulsar_audit/deferred.py)."""
+        return self.read(table).filter(match_column(match))
+
     def version(self, table: str) -> int:
         self.create(table)
         return int(self._delta(table).history(1).select("version").first()[0])

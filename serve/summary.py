@@ -108,8 +108,7 @@ def runs_of_files(lakehouse: Lakehouse, source_files: list[str]) -> list[str]:
     if not source_files:
         return []
     rows = (
-        lakehouse.read("run_files")
-        .filter(F.col("source_file").isin(source_files))
+        lakehouse.read_matching("run_files", {"source_file": source_files})
         .select("run_id")
         .distinct()
         .collect()

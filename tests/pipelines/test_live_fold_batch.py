@@ -16,7 +16,7 @@ from pipeline_events import PIPELINE, ack, bronze, end, receive, send, subscribe
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from jobs.live_state import Judged, fold_batch, judge
+from jobs.live_state import Judged, KeptState, fold_batch, judge
 from pipelines.detect_outages import detect_outages
 from pipelines.live_state import STATE_TABLES, state_part
 from pulsar_audit.config import load_config
@@ -59,6 +59,11 @@ class Watched:
     second: Judged
     replayed: Judged
     versions: dict[str, dict[str, int]]
+    # the state the process kept after its second micro-batch, and the table then (sorted
+    # rows); whether it was still taken as the table once another writer had committed
+    kept: list
+    table: list
+    kept_after_another_writer: bool
 
     def read(self, step: str, table: str, run_id: str) -> DataFrame:
         """Run `run_id`'s rows of `table` (or of a part of the live state) as they stood after
@@ -85,20 +90,31 @@ def watched(spark, tmp_path_factory: pytest.TempPathFactory) -> Watched:  # noqa
     _land(lakehouse, [*FIRST, *INSIDE], "chunk-1", 0)
 
     versions = {"before": lakehouse.versions(TABLES)}
-    first = fold_batch(lakehouse, config, ["chunk-1"], [TWO_BATCHES, INSIDE_ONE], 0)
+    kept = KeptState()  # as one watch process keeps what it wrote
+    first = fold_batch(lakehouse, config, ["chunk-1"], [TWO_BATCHES, INSIDE_ONE], 0, True, kept)
+    kept.committed(lakehouse, first.state_rows)
     versions["first"] = lakehouse.versions(TABLES)
-    judge(lakehouse, first, 0)
-    judge(lakehouse, first, 0)  # a micro-batch judged again: still one row
+    judge(lakehouse, first, 0, kept)
+    judge(lakehouse, first, 0, kept)  # a micro-batch judged again: still one row
     versions["judged"] = lakehouse.versions(TABLES)
 
     _land(lakehouse, SECOND, "chunk-2", 1)
     # a process's later micro-batch is not looked up in the state; its replay (a restarted
-    # process's first) is
-    second = fold_batch(lakehouse, config, ["chunk-2"], [TWO_BATCHES], 1, replayable=False)
+    # process's first, nothing kept) is
+    second = fold_batch(lakehouse, config, ["chunk-2"], [TWO_BATCHES], 1, False, kept)
+    kept.committed(lakehouse, second.state_rows)
     versions["second"] = lakehouse.versions(TABLES)
     replayed = fold_batch(lakehouse, config, ["chunk-2"], [TWO_BATCHES], 1)
     versions["replayed"] = lakehouse.versions(TABLES)
-    return Watched(lakehouse, first, second, replayed, versions)
+
+    def rows(df: DataFrame) -> list:
+        return sorted(map(str, df.collect()))
+
+    in_memory, table = rows(kept.table(lakehouse)), rows(lakehouse.read("live_state"))
+    lakehouse.overwrite("live_state", lakehouse.read("live_state"))  # another writer
+    still = kept.table(lakehouse) is not None
+    kept.release()
+    return Watched(lakehouse, first, second, replayed, versions, in_memory, table, still)
 
 
 def _seqs(df: DataFrame) -> list[int]:
@@ -151,3 +167,10 @@ def test_an_outage_begun_and_ended_inside_one_micro_batch_is_raised_confirmed(
     assert [(r["kind"], r["state"], r["resolved_by"], r["duration_ms"]) for r in rows] == [
         ("outage_in_progress", "confirmed", batch_outage["outage_id"], batch_outage["duration_ms"])
     ]
+
+
+def test_the_state_a_process_wrote_is_kept_while_the_table_is_at_its_version(
+    watched: Watched,
+) -> None:
+    assert watched.kept == watched.table and len(watched.kept) > 0
+    assert not watched.kept_after_another_writer
