@@ -175,11 +175,15 @@ def new_files(
     if not files:
         return []
     kinds = sorted({kind_of(f.path) for f in files})
-    done = lakehouse.read("ingested_files").filter(F.col("kind").isin(kinds))
-    seen = {
-        (r.kind, r.path, r.content_hash)
-        for r in done.select("kind", "path", "content_hash").collect()
-    }
+    seen: set[tuple[str, str, str]] = set()
+    # the manifest is read only when its files' statistics allow one of these paths (a
+    # watch's new files are not there: no Spark job, no snapshot of its newest version)
+    if lakehouse.may_hold("ingested_files", [{"path": [f.path for f in files]}]):
+        done = lakehouse.read("ingested_files").filter(F.col("kind").isin(kinds))
+        seen = {
+            (r.kind, r.path, r.content_hash)
+            for r in done.select("kind", "path", "content_hash").collect()
+        }
     store = FileStore(lakehouse.spark)
     new = []
     for number, file in enumerate(files, 1):

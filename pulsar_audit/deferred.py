@@ -39,10 +39,9 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType
 
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
-from pulsar_audit.delta_log import checksum_files, files_may_hold, local_table_state
+from pulsar_audit.delta_log import local_table_state
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.spark import (
     observed_metrics,
@@ -165,6 +164,14 @@ class DeferredLakehouse(Lakehouse):
         else:
             base = super().read(table, entry.base_version)
         return _apply(base, writes)
+
+    def may_hold(self, table: str, matches: list[Match], version: int | None = None) -> bool:
+        """As committed or pending: a table with pending writes may hold anything."""
+        with self._guard:
+            entry = self._tables.get(table)
+            if entry is not None and entry.writes and version is None:
+                return True
+        return super().may_hold(table, matches, version)
 
     def read_matching(self, table: str, match: Match) -> DataFrame:
         """Without the table when the pending writes replace every row `match` selects (a
@@ -349,15 +356,12 @@ class DeferredLakehouse(Lakehouse):
         committed to it since this one began (the lock keeps them out until `commit()`
         returns), as for an empty table."""
         entry = self._tables[table]
-        path = Path(self.location(table))
-        version = local_table_state(path).version
+        version = local_table_state(Path(self.location(table))).version
         # the versions this job made (a MERGE that changed nothing made none)
         made = self._commits[table]
         if entry.base_version is None or version != entry.base_version + made:
             return False
-        files = checksum_files(path, version)
-        strings = [f.name for f in self.spec(table).schema.fields if f.dataType == StringType()]
-        return files is not None and not files_may_hold(files, write.matches, strings)
+        return not Lakehouse.may_hold(self, table, list(write.matches), version)
 
     def committed_alone(self) -> bool:
         """Whether every table this job committed is at the version its commits alone lead

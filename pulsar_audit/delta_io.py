@@ -15,14 +15,16 @@ from typing import TypeVar
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructType
 
 from pulsar_audit import faults, locks
 from pulsar_audit.commit_retry import retry_commit
 from pulsar_audit.config import Config
 from pulsar_audit.delta_log import (
+    checksum_files,
     clear_uncommitted_log,
     create_local_table,
+    files_may_hold,
     local_versions,
     log_version,
 )
@@ -222,6 +224,22 @@ class Lakehouse:
             check_contract(table, self.location(table), df.schema, self.spec(table))
             self._verified.add(table)
         return with_added_columns(df, self.spec(table).schema)
+
+    def may_hold(self, table: str, matches: list[Match], version: int | None = None) -> bool:
+        """Whether `table` as committed (at `version`, default its newest) may hold a row one
+        of `matches` selects. False only for a local table that does not exist, or whose
+        checksum at that version lists its files with statistics that rule every match out
+        (read without Spark: no snapshot, no job); True when that cannot be told (a table
+        elsewhere, no checksum, a file without statistics of a matched column)."""
+        if self.config.storage != "path":
+            return True
+        path = Path(self.location(table))
+        version = log_version(path) if version is None else version
+        if version is None:
+            return False
+        files = checksum_files(path, version)
+        strings = [f.name for f in self.spec(table).schema.fields if f.dataType == StringType()]
+        return files is None or files_may_hold(files, matches, strings)
 
     def read_matching(self, table: str, match: Match) -> DataFrame:
         """The rows of `table` that `match` selects (as a replace's match: every column's

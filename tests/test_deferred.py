@@ -224,3 +224,16 @@ def test_rows_after_a_merge_are_read_with_the_table(spark, plain: Lakehouse):
     job.commit()
     assert content(plain.read("run_state")) == [("r1", "m"), ("r9", "y")]
     job.release()
+
+
+def test_may_hold_answers_from_the_checksum_without_spark(spark, plain: Lakehouse):
+    assert not plain.may_hold("run_state", [{"run_id": ["r1"]}])  # created, no rows
+    plain.replace_runs("run_state", state_rows(spark, [("r2", "a"), ("r5", "b")]), ["r2", "r5"])
+    # one file, run_id from r2 to r5: r1 and r7 sort outside it, r3 inside
+    assert not plain.may_hold("run_state", [{"run_id": ["r1", "r7"]}])
+    assert plain.may_hold("run_state", [{"run_id": ["r3"]}])
+    assert not plain.may_hold("clock_offsets", [{"run_id": ["r1"]}])  # no rows written
+    job = DeferredLakehouse(plain)
+    job.append("run_state", state_rows(spark, [("r1", "c")]))
+    assert job.may_hold("run_state", [{"run_id": ["r7"]}])  # pending rows: anything
+    job.release()
