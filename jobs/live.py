@@ -52,7 +52,7 @@ from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
-from pulsar_audit.spark import SMALL_FRAMES_CONF, session_settings
+from pulsar_audit.spark import SMALL_FRAMES_CONF, release, session_settings
 from pulsar_audit.storage import FileStat, FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
@@ -146,14 +146,13 @@ class Watch:
                     try:
                         with self.lakehouse.exclusive("ingest"):
                             judged, infra = self._take_in(job, files, batch_id)
-                            with stage("commit", self.progress):
-                                job.commit()
+                            self._commit(job, judged)
                     finally:
                         job.release()
                 else:
+                    self.kept_state.release()  # written as it was computed: read from Delta
                     judged, infra = self._take_in(self.lakehouse, files, batch_id)
-                if judged.state_rows is not None:  # committed: the state as it now is
-                    self.kept_state.committed(self.lakehouse, judged.state_rows)
+                    release(judged.state_rows)
                 # on what is committed: a finding or a send is never deferred
                 if judged.runs:
                     with stage("provisional findings", self.progress):
@@ -172,6 +171,18 @@ class Watch:
             if self.after_batch:
                 self.after_batch(batch_id, [f.path for f in files], judged)
             self._last_active = time.monotonic()
+
+    def _commit(self, job: DeferredLakehouse, judged: Judged) -> None:
+        """Commit a small micro-batch's writes; the live state it wrote is kept (under the
+        ingest lock: the version kept is the one this commit made)."""
+        with stage("commit", self.progress):
+            try:
+                job.commit()
+            except BaseException:
+                release(judged.state_rows)
+                raise
+        if judged.state_rows is not None:  # committed: the state as it now is
+            self.kept_state.committed(self.lakehouse, judged.state_rows)
 
     def _take_in(
         self, lakehouse: Lakehouse, files: list[FileStat], batch_id: int

@@ -81,14 +81,16 @@ class KeptState:
 
     def table(self, lakehouse: Lakehouse) -> DataFrame | None:
         """The table's rows, when what is kept is still the table; else None."""
-        if self.rows is None or lakehouse.config.storage != "path":
+        if self.rows is None or self.version is None or lakehouse.config.storage != "path":
             return None
         if log_version(Path(lakehouse.location("live_state"))) != self.version:
             return None
         return self.rows
 
     def committed(self, lakehouse: Lakehouse, rows: DataFrame) -> None:
-        """`rows` are committed (the commit that wrote them has returned)."""
+        """`rows` are committed (the commit that wrote them has returned; called under the
+        lakehouse's ingest lock, which other writers of the state take too, so that the
+        version read is the one that commit made)."""
         self.release()
         if lakehouse.config.storage == "path":
             self.rows = rows

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from pipelines.common import MESSAGE_KEY, event_order, is_ack, is_send
+from pipelines.common import MESSAGE_KEY, event_order, is_ack, is_receive, is_send
 from pipelines.detect_duplicated import detect_duplicated, run_deduplication
 from pipelines.detect_outages import (
     STREAM,
@@ -250,12 +250,14 @@ def _per_message(producer_events: DataFrame) -> DataFrame:
 
 
 def new_subscriptions(consumers: DataFrame, consumer_events: DataFrame) -> DataFrame:
-    """(run_id, topic, subscription): the subscriptions a micro-batch's consumer events show
-    that the state's consumers (LIVE_CONSUMERS) do not hold yet."""
+    """(run_id, topic, subscription): the subscriptions a micro-batch's receives and
+    subscribes show that the state's consumers (LIVE_CONSUMERS) do not hold yet. An `end`
+    alone names none: one without its subscription would stand for a subscription named
+    after its consumer (`consumer_status`), owed every acked message and never getting one."""
     keys = ["run_id", "topic", "subscription"]
     return (
-        consumer_status(consumer_events)
-        .select(*keys)
+        consumer_events.filter(is_receive() | (F.col("event") == "subscribe"))
+        .select("run_id", "topic", F.coalesce("subscription", "client").alias("subscription"))
         .distinct()
         .join(consumers.select(*keys), keys, how="left_anti")
     )
@@ -321,14 +323,21 @@ def _owed(
     state: LiveState, consumer_events: DataFrame, earlier: DataFrame | None
 ) -> DataFrame | None:
     """(SUBSCRIBED, seq, first_ts, ack_ts, passed_at): what the subscriptions new in this
-    micro-batch are owed of the messages acked before it (None: nothing to look at)."""
+    micro-batch are owed of the messages acked before it (None: nothing to look at). Only
+    what the state has folded as completed: a seq its producer has sent (`sent_upto`) and
+    not in flight; an acked row of a file the state has not folded yet (ingested by another
+    job) waits for its fold, as every ack does."""
     if earlier is None:
         return None
     new = new_subscriptions(state.consumers, consumer_events)
-    return (
+    folded = (
         acked_earlier(earlier)
-        .join(new, ["run_id", "topic"], how="inner")
-        .select(*SUBSCRIBED, "seq", "first_ts", "ack_ts", F.lit(None).alias("passed_at"))
+        .join(state.streams.select(*STREAM, "sent_upto"), STREAM, how="inner")
+        .filter(F.col("seq") <= F.col("sent_upto"))
+        .join(state.in_flight.select(*MESSAGE_KEY), MESSAGE_KEY, how="left_anti")
+    )
+    return folded.join(new, ["run_id", "topic"], how="inner").select(
+        *SUBSCRIBED, "seq", "first_ts", "ack_ts", F.lit(None).alias("passed_at")
     )
 
 
@@ -358,7 +367,8 @@ def _awaiting(
             F.when(F.col("max_seq") > F.col("seq"), F.col("max_seq_ts")).alias("passed_at"),
         )
     )
-    if owed is not None:
+    if owed is not None:  # a message acked again in this batch is awaited once, as acked now
+        owed = owed.join(acked_now.select(*MESSAGE_KEY), MESSAGE_KEY, how="left_anti")
         new = new.unionByName(owed.withColumn("passed_at", F.col("passed_at").cast("timestamp")))
     first = _first_deliveries(delivery)
     still = (

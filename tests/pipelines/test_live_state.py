@@ -158,3 +158,28 @@ def test_a_subscription_first_seen_after_the_acks_awaits_what_it_has_not_got(fol
     ]
 
     assert folds(2, SUBSCRIBED_LATE).state.awaiting.count() == 0  # both came
+
+
+# A consumer's last file holds only its `end`, without the subscription: no subscription is
+# new (one named after the consumer would be owed every acked message and get none).
+END_ALONE = MICRO_BATCHES.add(
+    "end_alone",
+    [send(1, 0), ack(1, 2), receive(1, 3), send(2, 10), ack(2, 12), receive(2, 13)],
+    [end(100, subscription=None)],
+)
+
+# s1 is first seen in the micro-batch that sends and acks seq 1 again (a duplicate publish):
+# it awaits seq 1 once, as acked now.
+ACKED_AGAIN = MICRO_BATCHES.add(
+    "acked_again",
+    [send(1, 0), ack(1, 2), send(2, 10), ack(2, 12)],
+    [send(1, 50), ack(1, 52), receive(2, 60)],
+)
+
+
+def test_an_end_alone_and_a_message_acked_again_owe_nothing_more(folds) -> None:  # noqa: ANN001
+    assert folds(1, END_ALONE).state.awaiting.count() == 0
+    awaiting = folds(1, ACKED_AGAIN).state.awaiting
+    assert _rows(awaiting, "subscription", "seq", "first_ts", "ack_ts", "passed_at") == [
+        ("s1", 1, at(50), at(52), at(60))
+    ]
