@@ -429,8 +429,32 @@ def _frontier(frontier: DataFrame, delivery: DataFrame) -> DataFrame:
 
 
 def _consumers(consumers: DataFrame, consumer_events: DataFrame) -> DataFrame:
-    """LIVE_CONSUMERS: the consumers known so far; a consumer's `end` ends all its rows."""
-    batch = consumer_status(consumer_events).select(*LIVE_CONSUMERS.fieldNames())
+    """LIVE_CONSUMERS: the consumers known so far; a consumer's `end` ends all its rows.
+
+    A consumer whose events in the batch are only an `end` without its subscription keeps
+    the subscription(s) the state knows it by: `consumer_status`, seeing the batch alone,
+    would name the consumer as its own subscription (a Reader's), a subscription that then
+    awaits every later ack and never gets one."""
+    keys = ["run_id", "topic", "consumer"]
+    status = consumer_status(consumer_events).select(*LIVE_CONSUMERS.fieldNames())
+    named = (
+        consumer_events.filter(
+            is_receive() | (F.col("event") == "subscribe") | F.col("subscription").isNotNull()
+        )
+        .select("run_id", "topic", F.col("client").alias("consumer"), F.lit(True).alias("_named"))
+        .distinct()
+    )
+    known = consumers.select(*keys, F.col("subscription").alias("_known"))
+    unnamed = F.col("_named").isNull() & F.col("_known").isNotNull()
+    batch = (
+        status.join(named, keys, how="left")
+        .join(known, keys, how="left")
+        .select(
+            *keys,
+            F.when(unnamed, F.col("_known")).otherwise(F.col("subscription")).alias("subscription"),
+            "has_end",
+        )
+    )
     per_consumer = W.partitionBy("run_id", "topic", "consumer").rowsBetween(
         W.unboundedPreceding, W.unboundedFollowing
     )

@@ -178,7 +178,12 @@ ACKED_AGAIN = MICRO_BATCHES.add(
 
 
 def test_an_end_alone_and_a_message_acked_again_owe_nothing_more(folds) -> None:  # noqa: ANN001
-    assert folds(1, END_ALONE).state.awaiting.count() == 0
+    ended_alone = folds(1, END_ALONE).state
+    assert ended_alone.awaiting.count() == 0
+    # c1 ended, still under s1 (not as a subscription of its own name)
+    assert _rows(ended_alone.consumers, "consumer", "subscription", "has_end") == [
+        ("c1", "s1", True)
+    ]
     awaiting = folds(1, ACKED_AGAIN).state.awaiting
     assert _rows(awaiting, "subscription", "seq", "first_ts", "ack_ts", "passed_at") == [
         ("s1", 1, at(50), at(52), at(60))
