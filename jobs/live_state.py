@@ -112,8 +112,7 @@ def read_state(
     """The live state as it is (every run's: what is open is small). keep: applied to the
     table as read, before its parts are unpacked from it (a checkpoint: one read for all).
     kept: the state this process last wrote (read from memory while it is the table)."""
-    table = kept.table(lakehouse) if kept is not None else None
-    return LiveState.of(table if table is not None else keep(lakehouse.read("live_state")))
+    return LiveState.of(_state_table(lakehouse, kept, keep))
 
 
 def carry_over_state(lakehouse: Lakehouse) -> bool:
@@ -277,9 +276,15 @@ def judge(
     record_settled(lakehouse, updates)
 
 
-def _state_table(lakehouse: Lakehouse, kept: KeptState | None) -> DataFrame:
+def _state_table(
+    lakehouse: Lakehouse,
+    kept: KeptState | None,
+    keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+) -> DataFrame:
+    """silver.live_state's rows: those `kept` while they are the table, else the table as
+    read (then `keep` applied)."""
     table = kept.table(lakehouse) if kept is not None else None
-    return table if table is not None else lakehouse.read("live_state")
+    return table if table is not None else keep(lakehouse.read("live_state"))
 
 
 def finding_ids(df: DataFrame) -> set[str]:

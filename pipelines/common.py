@@ -42,6 +42,12 @@ def is_receive() -> Column:
     return F.col("event") == "receive"
 
 
+def is_attached() -> Column:
+    """A receive or a `subscribe`: an event that names (or, without a subscription, is) the
+    consumer's subscription (`silver.consumer_status`)."""
+    return is_receive() | (F.col("event") == "subscribe")
+
+
 def is_end() -> Column:
     return F.col("event") == "end"
 

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from pipelines.common import MESSAGE_KEY, event_order, is_ack, is_receive, is_send
+from pipelines.common import MESSAGE_KEY, event_order, is_ack, is_attached, is_send
 from pipelines.detect_duplicated import detect_duplicated, run_deduplication
 from pipelines.detect_outages import (
     STREAM,
@@ -256,7 +256,7 @@ def new_subscriptions(consumers: DataFrame, consumer_events: DataFrame) -> DataF
     after its consumer (`consumer_status`), owed every acked message and never getting one."""
     keys = ["run_id", "topic", "subscription"]
     return (
-        consumer_events.filter(is_receive() | (F.col("event") == "subscribe"))
+        consumer_events.filter(is_attached())
         .select("run_id", "topic", F.coalesce("subscription", "client").alias("subscription"))
         .distinct()
         .join(consumers.select(*keys), keys, how="left_anti")
@@ -337,7 +337,7 @@ def _owed(
         .join(state.in_flight.select(*MESSAGE_KEY), MESSAGE_KEY, how="left_anti")
     )
     return folded.join(new, ["run_id", "topic"], how="inner").select(
-        *SUBSCRIBED, "seq", "first_ts", "ack_ts", F.lit(None).alias("passed_at")
+        *SUBSCRIBED, "seq", "first_ts", "ack_ts", F.lit(None).cast("timestamp").alias("passed_at")
     )
 
 
@@ -369,7 +369,7 @@ def _awaiting(
     )
     if owed is not None:  # a message acked again in this batch is awaited once, as acked now
         owed = owed.join(acked_now.select(*MESSAGE_KEY), MESSAGE_KEY, how="left_anti")
-        new = new.unionByName(owed.withColumn("passed_at", F.col("passed_at").cast("timestamp")))
+        new = new.unionByName(owed)
     first = _first_deliveries(delivery)
     still = (
         state.awaiting.unionByName(new)
@@ -438,9 +438,7 @@ def _consumers(consumers: DataFrame, consumer_events: DataFrame) -> DataFrame:
     keys = ["run_id", "topic", "consumer"]
     status = consumer_status(consumer_events).select(*LIVE_CONSUMERS.fieldNames())
     named = (
-        consumer_events.filter(
-            is_receive() | (F.col("event") == "subscribe") | F.col("subscription").isNotNull()
-        )
+        consumer_events.filter(is_attached() | F.col("subscription").isNotNull())
         .select("run_id", "topic", F.col("client").alias("consumer"), F.lit(True).alias("_named"))
         .distinct()
     )

@@ -13,6 +13,7 @@ from pipelines.common import (
     SUBSCRIPTION_ENTRY,
     event_order,
     is_ack,
+    is_attached,
     is_end,
     is_nack,
     is_receive,
@@ -99,7 +100,7 @@ def consumer_status(consumer_events: DataFrame) -> DataFrame:
         F.when(is_receive(), dispatch_key()).alias("key"),
     )
     subscribed = (
-        events.filter(is_receive() | (F.col("event") == "subscribe"))
+        events.filter(is_attached())
         .groupBy(
             "run_id",
             "topic",
