@@ -25,7 +25,7 @@ from pulsar_audit.jvm_archive import driver_options
 from pulsar_audit.paths import jars_dir
 from pulsar_audit.py4j_lookups import cache_jvm_lookups
 from pulsar_audit.quiet import jvm_start_quiet, quiet_pyspark_errors
-from pulsar_audit.spark_extension import EXTENSION_CLASS, extension_jar
+from pulsar_audit.spark_extension import EXTENSION_CLASS, LOCAL_FS_CONF, extension_jar
 from pulsar_audit.storage import local_form
 
 DELTA_CONF = {
@@ -234,10 +234,29 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     quiet_pyspark_errors()
+    if narrow is not None:
+        use_local_fs(spark)
     if config.spark.ship_package and spark.sparkContext.applicationId not in _SHIPPED:
         ship_package(spark)
         _SHIPPED.add(spark.sparkContext.applicationId)
     return spark
+
+
+def use_local_fs(spark: SparkSession) -> None:
+    """The local file system of the extension's jar (`LOCAL_FS_CONF`) for every local file
+    the session reads or writes from here on.
+
+    Set once the session has started: spark-submit opens the local file system before the
+    session's jars are on its class path (to find them), so the setting cannot come with the
+    session's own. The instance Spark opened and cached meanwhile is closed (nothing is
+    lost: a local file system holds no state), so that the next to open it gets the new one."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - no Python API for it
+    if all(conf.get(key) == value for key, value in LOCAL_FS_CONF.items()):
+        return  # getOrCreate returned a session set up so already
+    for key, value in LOCAL_FS_CONF.items():
+        conf.set(key, value)
+    hadoop_fs = spark.sparkContext._jvm.org.apache.hadoop.fs  # noqa: SLF001
+    hadoop_fs.FileSystem.getLocal(conf).close()
 
 
 _SHIPPED: set[str] = set()  # applications the package was shipped to (getOrCreate reuses one)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
+from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -17,6 +19,7 @@ from pulsar_audit.spark import session_settings
 from pulsar_audit.spark_extension import (
     EXTENSION_CLASS,
     EXTENSION_ENV,
+    LOCAL_FS_CONF,
     extension_jar,
     extension_jar_path,
 )
@@ -136,3 +139,58 @@ def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert extension_jar() is None
     monkeypatch.setenv(EXTENSION_ENV, "on")
     assert extension_jar() == extension_jar_path()
+
+
+def test_local_files_are_the_jar_s_file_system(spark: SparkSession, tmp_path: Path) -> None:
+    """Local files go through the jar's file system (no `chmod` or `readlink` process per file
+    created or renamed), with the outcomes of Hadoop's: the permission asked (a sticky bit
+    too, by Hadoop's own code), a symbolic link seen as one, a missing path not found, a
+    rename over an existing file as a Delta commit does it."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop = jvm.org.apache.hadoop.fs
+    local = hadoop.FileSystem.getLocal(conf)
+    raw = local.getRaw()
+    context = hadoop.FileContext.getLocalFSFileContext(conf)
+    assert local.getClass().getName() == LOCAL_FS_CONF["fs.file.impl"]
+    assert raw.getClass().getName() == "io.pulsaraudit.spark.ShellFreeRawLocalFileSystem"
+    assert (
+        context.getDefaultFileSystem().getClass().getName()
+        == (LOCAL_FS_CONF["fs.AbstractFileSystem.file.impl"])
+    )
+
+    def path(p: Path) -> object:
+        return hadoop.Path(str(p))
+
+    file = tmp_path / "f.txt"
+    file.write_text("x")
+    local.setPermission(path(file), hadoop.permission.FsPermission.valueOf("-rw-r-----"))
+    assert stat.S_IMODE(file.stat().st_mode) == 0o640
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    local.setPermission(path(shared), hadoop.permission.FsPermission.valueOf("drwxrwxrwt"))
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+
+    link = tmp_path / "link"
+    link.symlink_to(file)
+    linked = raw.getFileLinkStatus(path(link))
+    assert linked.isSymlink() and linked.getSymlink().toString().endswith("f.txt")
+    plain = raw.getFileLinkStatus(path(file))
+    assert not plain.isSymlink() and plain.getLen() == 1
+    with pytest.raises(Exception, match="FileNotFoundException"):
+        raw.getFileLinkStatus(path(tmp_path / "missing"))
+
+    target = tmp_path / "target.txt"
+    target.write_text("old")
+    overwrite = jvm.org.apache.hadoop.fs.Options.Rename.OVERWRITE
+    renames = spark.sparkContext._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 1)
+    renames[0] = overwrite
+    context.rename(path(file), path(target), renames)
+    assert target.read_text() == "x" and not file.exists()
+
+    table = tmp_path / "table"
+    spark.range(3).write.format("delta").save(str(table))
+    spark.range(2).write.format("delta").mode("append").save(str(table))
+    assert spark.read.format("delta").load(str(table)).count() == 5
+    commit = table / "_delta_log" / "00000000000000000001.json"
+    assert stat.S_IMODE(commit.stat().st_mode) == 0o644  # as Hadoop's chmod leaves it
