@@ -42,7 +42,7 @@ from pulsar_audit.delta_log import log_version
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.packed import collected, pack, packed
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL
-from pulsar_audit.spark import checkpointed, release
+from pulsar_audit.spark import checkpointed, release, without_estimate
 from serve.live_view import batch_rates
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,8 @@ class KeptState:
         version read is the one that commit made)."""
         self.release()
         if lakehouse.config.storage == "path":
-            self.rows = rows
+            # the next fold builds from it: without the estimate of the fold that made it
+            self.rows = without_estimate(rows)
             self.version = log_version(Path(lakehouse.location("live_state")))
         else:
             release(rows)

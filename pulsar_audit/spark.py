@@ -398,6 +398,25 @@ def checkpointed(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
+def without_estimate(df: DataFrame) -> DataFrame:
+    """A `checkpointed` frame as a leaf without the size estimate its plan carried (Spark's
+    default for a leaf it knows nothing of, instead); any other frame as it is.
+
+    A checkpoint keeps the optimizer's estimate of the plan it computed, and the estimate of a
+    join is the product of its sides'. A frame kept from one computation into the next, built
+    from it again and kept again (a watch's live state, micro-batch after micro-batch) carries
+    a product of products: a number with thousands of digits after a few micro-batches, which
+    the planner multiplies again in every join it plans (session 37: 83 s of one micro-batch's
+    fold spent in Java's `BigInteger` multiplying such estimates)."""
+    jdf = getattr(df, "_jdf", None)
+    plan = jdf.queryExecution().analyzed() if jdf is not None else None
+    if plan is None or plan.getClass().getSimpleName() != "LogicalRDD":
+        return df
+    session = df.sparkSession
+    leaf = session._jsparkSession.internalCreateDataFrame(plan.rdd(), jdf.schema(), False)  # noqa: SLF001
+    return DataFrame(leaf, session)
+
+
 def release(df: DataFrame) -> None:
     """Free a `checkpointed` frame's blocks now (else Spark frees them once the JVM collects
     the frame). A no-op for any other frame, and where the JVM is not reachable (Connect)."""

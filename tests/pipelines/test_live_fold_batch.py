@@ -64,6 +64,8 @@ class Watched:
     kept: list
     table: list
     kept_after_another_writer: bool
+    # the digits of the size Spark estimates for the kept state after each micro-batch
+    estimates: list[int]
 
     def read(self, step: str, table: str, run_id: str) -> DataFrame:
         """Run `run_id`'s rows of `table` (or of a part of the live state) as they stood after
@@ -93,6 +95,7 @@ def watched(spark, tmp_path_factory: pytest.TempPathFactory) -> Watched:  # noqa
     kept = KeptState()  # as one watch process keeps what it wrote
     first = fold_batch(lakehouse, config, ["chunk-1"], [TWO_BATCHES, INSIDE_ONE], 0, True, kept)
     kept.committed(lakehouse, first.state_rows)
+    estimates = [_estimate_digits(kept.rows)]
     versions["first"] = lakehouse.versions(TABLES)
     judge(lakehouse, first, 0, kept)
     judge(lakehouse, first, 0, kept)  # a micro-batch judged again: still one row
@@ -103,6 +106,7 @@ def watched(spark, tmp_path_factory: pytest.TempPathFactory) -> Watched:  # noqa
     # process's first, nothing kept) is
     second = fold_batch(lakehouse, config, ["chunk-2"], [TWO_BATCHES], 1, False, kept)
     kept.committed(lakehouse, second.state_rows)
+    estimates.append(_estimate_digits(kept.rows))
     versions["second"] = lakehouse.versions(TABLES)
     replayed = fold_batch(lakehouse, config, ["chunk-2"], [TWO_BATCHES], 1)
     versions["replayed"] = lakehouse.versions(TABLES)
@@ -114,7 +118,11 @@ def watched(spark, tmp_path_factory: pytest.TempPathFactory) -> Watched:  # noqa
     lakehouse.overwrite("live_state", lakehouse.read("live_state"))  # another writer
     still = kept.table(lakehouse) is not None
     kept.release()
-    return Watched(lakehouse, first, second, replayed, versions, in_memory, table, still)
+    return Watched(lakehouse, first, second, replayed, versions, in_memory, table, still, estimates)
+
+
+def _estimate_digits(df: DataFrame) -> int:
+    return len(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
 
 
 def _seqs(df: DataFrame) -> list[int]:
@@ -174,3 +182,7 @@ def test_the_state_a_process_wrote_is_kept_while_the_table_is_at_its_version(
 ) -> None:
     assert watched.kept == watched.table and len(watched.kept) > 0
     assert not watched.kept_after_another_writer
+    # kept without the estimate of the fold that computed it (a product over its joins,
+    # compounding micro-batch after micro-batch): Spark's default for a leaf, each time
+    default = len(str(2**63 - 1))
+    assert watched.estimates == [default, default]
