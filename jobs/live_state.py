@@ -94,7 +94,11 @@ class KeptState:
         self.release()
         if lakehouse.config.storage == "path":
             # the next fold builds from it: without the estimate of the fold that made it
-            self.rows = without_estimate(rows)
+            try:
+                self.rows = without_estimate(rows)
+            except BaseException:
+                release(rows)
+                raise
             self.version = log_version(Path(lakehouse.location("live_state")))
         else:
             release(rows)

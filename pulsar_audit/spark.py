@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -60,6 +61,7 @@ SQL_CONF = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
 # back on under `spark.conf` in conf/*.yaml to see call sites in an error).
 PYTHON_CONF = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 
 # A job whose inputs are small (a chaos run, the examples, a test) is mostly fixed cost per
@@ -244,19 +246,29 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
 
 def use_local_fs(spark: SparkSession) -> None:
     """The local file system of the extension's jar (`LOCAL_FS_CONF`) for every local file
-    the session reads or writes from here on.
+    the session reads or writes from here on, when its JVM can load it.
 
     Set once the session has started: spark-submit opens the local file system before the
     session's jars are on its class path (to find them), so the setting cannot come with the
-    session's own. The instance Spark opened and cached meanwhile is closed (nothing is
-    lost: a local file system holds no state), so that the next to open it gets the new one."""
+    session's own. The instance Spark opened and cached meanwhile is closed (a local file
+    system holds no state) and opened again with the setting, so that the JVM's cache holds
+    the new one. A session whose JVM cannot load the class (getOrCreate returned one started
+    without the jar) keeps Hadoop's."""
     conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - no Python API for it
     if all(conf.get(key) == value for key, value in LOCAL_FS_CONF.items()):
         return  # getOrCreate returned a session set up so already
+    jvm = spark.sparkContext._jvm  # noqa: SLF001
+    try:
+        for name in LOCAL_FS_CONF.values():
+            jvm.java.lang.Class.forName(name, False, conf.getClassLoader())
+    except Exception:  # noqa: BLE001 - a JVM started without the jar: Hadoop's, as before
+        log.info("the session's JVM has no %s: Hadoop's local file system", EXTENSION_CLASS)
+        return
     for key, value in LOCAL_FS_CONF.items():
         conf.set(key, value)
-    hadoop_fs = spark.sparkContext._jvm.org.apache.hadoop.fs  # noqa: SLF001
+    hadoop_fs = jvm.org.apache.hadoop.fs
     hadoop_fs.FileSystem.getLocal(conf).close()
+    hadoop_fs.FileSystem.getLocal(conf)  # cached now with this setting, before any other
 
 
 _SHIPPED: set[str] = set()  # applications the package was shipped to (getOrCreate reuses one)

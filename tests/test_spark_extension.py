@@ -194,3 +194,19 @@ def test_local_files_are_the_jar_s_file_system(spark: SparkSession, tmp_path: Pa
     assert spark.read.format("delta").load(str(table)).count() == 5
     commit = table / "_delta_log" / "00000000000000000001.json"
     assert stat.S_IMODE(commit.stat().st_mode) == 0o644  # as Hadoop's chmod leaves it
+
+
+def test_a_jvm_without_the_class_keeps_its_file_system(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session whose JVM cannot load the named class (one started without the jar) is left
+    with the file system it has: no setting naming a class it cannot load."""
+    import pulsar_audit.spark as spark_module
+
+    missing = {key: "io.pulsaraudit.spark.NoSuchFileSystem" for key in LOCAL_FS_CONF}
+    monkeypatch.setattr(spark_module, "LOCAL_FS_CONF", missing)
+    spark_module.use_local_fs(spark)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    assert {key: conf.get(key) for key in LOCAL_FS_CONF} == LOCAL_FS_CONF
+    local = spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.getLocal(conf)
+    assert local.getClass().getName() == LOCAL_FS_CONF["fs.file.impl"]

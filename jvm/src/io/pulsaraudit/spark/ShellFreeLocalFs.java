@@ -9,6 +9,7 @@ import org.apache.hadoop.fs.ChecksumFs;
 import org.apache.hadoop.fs.DelegateToFileSystem;
 import org.apache.hadoop.fs.FsConstants;
 import org.apache.hadoop.fs.FsServerDefaults;
+import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.local.LocalConfigKeys;
 
 /**
@@ -19,7 +20,7 @@ import org.apache.hadoop.fs.local.LocalConfigKeys;
  */
 public class ShellFreeLocalFs extends ChecksumFs {
   public ShellFreeLocalFs(URI uri, Configuration conf) throws IOException, URISyntaxException {
-    super(new Raw(uri, conf));
+    super(new Raw(conf)); // the URI given is file:///, as Hadoop's LocalFs takes it
   }
 
   @Override
@@ -29,9 +30,9 @@ public class ShellFreeLocalFs extends ChecksumFs {
 
   /** Hadoop's {@code RawLocalFs}, delegating to {@link ShellFreeRawLocalFileSystem}. */
   static final class Raw extends DelegateToFileSystem {
-    Raw(URI uri, Configuration conf) throws IOException, URISyntaxException {
-      super(uri, new ShellFreeRawLocalFileSystem(), conf, FsConstants.LOCAL_FS_URI.getScheme(),
-          false);
+    Raw(Configuration conf) throws IOException, URISyntaxException {
+      super(FsConstants.LOCAL_FS_URI, new ShellFreeRawLocalFileSystem(), conf,
+          FsConstants.LOCAL_FS_URI.getScheme(), false);
     }
 
     @Override
@@ -42,6 +43,11 @@ public class ShellFreeLocalFs extends ChecksumFs {
     @Override
     public FsServerDefaults getServerDefaults() throws IOException {
       return LocalConfigKeys.getServerDefaults();
+    }
+
+    @Override
+    public FsServerDefaults getServerDefaults(Path f) throws IOException {
+      return LocalConfigKeys.getServerDefaults(); // what FileContext's create and open ask
     }
 
     @Override

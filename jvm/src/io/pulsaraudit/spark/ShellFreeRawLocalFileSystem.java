@@ -36,9 +36,9 @@ public class ShellFreeRawLocalFileSystem extends RawLocalFileSystem {
       super.setPermission(p, permission);
       return;
     }
+    java.nio.file.Path file = pathToFile(p).toPath();
     try {
-      Files.setPosixFilePermissions(
-          pathToFile(p).toPath(), PosixFilePermissions.fromString(permission.toString()));
+      Files.setPosixFilePermissions(file, PosixFilePermissions.fromString(permission.toString()));
     } catch (UnsupportedOperationException | IllegalArgumentException e) {
       super.setPermission(p, permission);
     }
