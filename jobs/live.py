@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from ingest.inputs import classify
@@ -40,9 +40,9 @@ from jobs.live_state import (
     Judged,
     KeptState,
     carry_over_state,
-    finding_ids,
     fold_batch,
     judge,
+    provisional_of,
 )
 from jobs.stages import Progress, stage
 from pipelines.causes_job import attach_causes, attach_provisional_causes
@@ -52,9 +52,11 @@ from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import ALERTS, PROVISIONAL
 from pulsar_audit.spark import SMALL_FRAMES_CONF, release, session_settings
 from pulsar_audit.storage import FileStat, FileStore
-from serve.alert_job import send_alerts
+from serve.alert_job import all_alerts, send_alerts
 from serve.alerts import alerts_for_provisional
 from serve.summary import runs_of_files
 
@@ -96,15 +98,23 @@ class Watched:
     runs: set[str] = field(default_factory=set)
 
 
-def alert(lakehouse: Lakehouse, config: Config, runs: list[str]) -> dict[str, Any]:
-    """Raise an alert per provisional finding of `runs` not raised yet, send what is pending."""
+def alert(
+    lakehouse: Lakehouse, config: Config, runs: list[str], provisional: list[Row] | None = None
+) -> dict[str, Any]:
+    """Raise an alert per provisional finding of `runs` not raised yet, send what is pending.
+    provisional: gold.provisional's rows of `runs` as they are (`judge`'s), else read."""
     if not config.alerts.sinks:
         return {}
-    provisional = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
-    raised = finding_ids(lakehouse.read("alerts").filter(F.col("finding_id").isNotNull()))
-    if finding_ids(provisional) - raised:
-        lakehouse.insert_new("alerts", alerts_for_provisional(provisional))
-    return send_alerts(lakehouse, config)
+    if provisional is None:
+        provisional = provisional_of(lakehouse, runs)
+    alerts = all_alerts(lakehouse)  # alerts, findings: short lists
+    raised = {a["finding_id"] for a in alerts if a["finding_id"] is not None}
+    fresh = [row for row in provisional if row["finding_id"] not in raised]
+    if fresh:
+        new = alerts_for_provisional(local_frame(lakehouse.spark, fresh, PROVISIONAL)).collect()
+        lakehouse.insert_new("alerts", local_frame(lakehouse.spark, new, ALERTS))
+        alerts += [row.asDict(recursive=True) for row in new]
+    return send_alerts(lakehouse, config, alerts)
 
 
 class Watch:
@@ -154,15 +164,17 @@ class Watch:
                     judged, infra = self._take_in(self.lakehouse, files, batch_id)
                     release(judged.state_rows)
                 # on what is committed: a finding or a send is never deferred
+                provisional = None  # the runs' provisional rows, as judged
                 if judged.runs:
                     with stage("provisional findings", self.progress):
-                        judge(self.lakehouse, judged, batch_id, self.kept_state)
+                        provisional = judge(self.lakehouse, judged, batch_id, self.kept_state)
                 if judged.runs or infra:  # new findings, or new events to explain them
                     with stage("causes", self.progress):
-                        attach_provisional_causes(self.lakehouse, self.config, batch_id)
+                        if attach_provisional_causes(self.lakehouse, self.config, batch_id):
+                            provisional = None  # their causes may have changed: read again
                 if judged.runs:
                     with stage("alerts", self.progress):
-                        alert(self.lakehouse, self.config, judged.runs)
+                        alert(self.lakehouse, self.config, judged.runs, provisional)
             self.done.batches += 1
             self.done.files += len(files)
             self.done.last_batch = batch_id

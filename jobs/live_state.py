@@ -248,29 +248,36 @@ def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -
 
 def judge(
     lakehouse: Lakehouse, judged: Judged, batch_id: int, kept_state: KeptState | None = None
-) -> None:
+) -> list[Row]:
     """Open the provisional findings a micro-batch's fold shows, and settle those of its runs
     still going from the live state: an outage is confirmed by the stretch the batch closed,
     a suspected loss withdrawn once no awaited message of it is missing any more. An outage
     the batch closed that was never seen in progress (it began and ended between two looks)
-    is recorded confirmed at once, so that it is raised too. kept_state: as `fold_batch`'s."""
-    of_runs = F.col("run_id").isin(judged.runs)
-    known = finding_ids(lakehouse.read("provisional").filter(of_runs))
+    is recorded confirmed at once, so that it is raised too. kept_state: as `fold_batch`'s.
+
+    The runs' provisional rows are read once (findings, not messages: a short list) and
+    judged from memory; returned with the rows this opened (the settled columns as read: an
+    alert is raised on what a finding is, not on its state)."""
+    spark = lakehouse.spark
+    rows = provisional_of(lakehouse, judged.runs)
+    known = {row["finding_id"] for row in rows}
     new = [row for row in judged.found if row["finding_id"] not in known]
     if new:  # findings, not messages: a short list
-        lakehouse.insert_new("provisional", local_frame(lakehouse.spark, new, PROVISIONAL))
-    closed = local_frame(lakehouse.spark, judged.closed, OUTAGES)
+        lakehouse.insert_new("provisional", local_frame(spark, new, PROVISIONAL))
+        rows += new
+    closed = local_frame(spark, judged.closed, OUTAGES)
     if judged.closed:  # outages: a short list; those never seen in progress, confirmed as seen
-        provisional = lakehouse.read("provisional").filter(of_runs)
-        unseen = live.seen_closed(closed, provisional, batch_id).collect()
-        if unseen:
-            lakehouse.insert_new("provisional", local_frame(lakehouse.spark, unseen, PROVISIONAL))
+        unseen = live.seen_closed(closed, local_frame(spark, rows, PROVISIONAL), batch_id)
+        unseen_rows = unseen.select(*PROVISIONAL.fieldNames()).collect()
+        if unseen_rows:
+            lakehouse.insert_new("provisional", local_frame(spark, unseen_rows, PROVISIONAL))
+            rows += unseen_rows
     going = [run for run in judged.runs if run not in judged.ended]
     if not going:
-        return
+        return rows
     of_going = F.col("run_id").isin(going)
     updates = live.resolved(
-        lakehouse.read("provisional").filter(of_going),
+        local_frame(spark, rows, PROVISIONAL).filter(of_going),
         live.batch_findings(lakehouse.read("anomalies").limit(0), closed),
         live.awaited(
             state_part(_state_table(lakehouse, kept_state), "live_awaiting").filter(of_going)
@@ -279,6 +286,13 @@ def judge(
         batch_id,
     ).collect()
     record_settled(lakehouse, updates)
+    return rows
+
+
+def provisional_of(lakehouse: Lakehouse, runs: list[str]) -> list[Row]:
+    """gold.provisional's rows of `runs`, in PROVISIONAL's order (findings: a short list)."""
+    of_runs = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
+    return of_runs.select(*PROVISIONAL.fieldNames()).collect()
 
 
 def _state_table(
@@ -290,11 +304,6 @@ def _state_table(
     read (then `keep` applied)."""
     table = kept.table(lakehouse) if kept is not None else None
     return table if table is not None else keep(lakehouse.read("live_state"))
-
-
-def finding_ids(df: DataFrame) -> set[str]:
-    """The finding_id column of `df` (findings: a short list)."""
-    return {row["finding_id"] for row in df.select("finding_id").collect()}
 
 
 def record_settled(lakehouse: Lakehouse, updates: list[Row]) -> None:

@@ -56,11 +56,29 @@ def is_done_at(sink: str) -> Column:
     return F.exists("deliveries", lambda d: (d["sink"] == sink) & d["state"].isin(*DONE_STATES))
 
 
-def pending_at(lakehouse: Lakehouse, sink: str) -> list[dict[str, Any]]:
-    """Alerts not yet done at `sink`, oldest first (alerts are findings: a short list)."""
-    pending = lakehouse.read("alerts").filter(~is_done_at(sink))
-    ordered = pending.orderBy("created_at", "first_ts", "dedup_key")
-    return [row.asDict(recursive=True) for row in ordered.collect()]
+def is_done(alert: dict[str, Any], sink: str) -> bool:
+    """`is_done_at` of an alert held in Python (a row of gold.alerts as a dict)."""
+    return any(d["sink"] == sink and d["state"] in DONE_STATES for d in alert["deliveries"])
+
+
+def all_alerts(lakehouse: Lakehouse) -> list[dict[str, Any]]:
+    """gold.alerts as dicts (alerts are findings: a short list)."""
+    return [row.asDict(recursive=True) for row in lakehouse.read("alerts").collect()]
+
+
+def pending_at(alerts: list[dict[str, Any]], sink: str) -> list[dict[str, Any]]:
+    """The `alerts` not yet done at `sink`, oldest first (created_at, then first_ts with
+    nulls first, then dedup_key: the order a table read sorted by them gives)."""
+    pending = [alert for alert in alerts if not is_done(alert, sink)]
+    return sorted(
+        pending,
+        key=lambda a: (
+            a["created_at"],
+            a["first_ts"] is not None,
+            a["first_ts"] or a["created_at"],
+            a["dedup_key"],
+        ),
+    )
 
 
 def _deliver(config: Config, sink: SinkConfig, alerts: list[dict[str, Any]]) -> list[Delivery]:
@@ -83,23 +101,30 @@ def _merged_deliveries(alert: dict[str, Any], outcome: Delivery) -> list[dict[st
 
 
 def _record(lakehouse: Lakehouse, alerts: list[dict[str, Any]], outcomes: list[Delivery]) -> None:
+    """Write each alert's deliveries with this sink's outcome; the dicts take them too (the
+    next sink's outcome is merged into them)."""
     schema = T.StructType([ALERTS["dedup_key"], ALERTS["deliveries"]])
-    rows = [
-        (alert["dedup_key"], _merged_deliveries(alert, outcome))
-        for alert, outcome in zip(alerts, outcomes, strict=True)
-    ]
+    for alert, outcome in zip(alerts, outcomes, strict=True):
+        alert["deliveries"] = _merged_deliveries(alert, outcome)
+    rows = [(alert["dedup_key"], alert["deliveries"]) for alert in alerts]
     updates = local_frame(lakehouse.spark, rows, schema)
     lakehouse.update_changed("alerts", updates, ["deliveries"])
 
 
-def send_alerts(lakehouse: Lakehouse, config: Config) -> dict[str, dict[str, int]]:
-    """Deliver every alert still pending at each configured sink; per sink, count outcomes."""
+def send_alerts(
+    lakehouse: Lakehouse, config: Config, alerts: list[dict[str, Any]] | None = None
+) -> dict[str, dict[str, int]]:
+    """Deliver every alert still pending at each configured sink; per sink, count outcomes.
+    alerts: gold.alerts as it is (`all_alerts`: what the caller has just read and raised);
+    read once when not given."""
     report: dict[str, dict[str, int]] = {}
+    if alerts is None and config.alerts.sinks:
+        alerts = all_alerts(lakehouse)
     for sink in config.alerts.sinks:
-        alerts = pending_at(lakehouse, sink.name)
-        outcomes = _deliver(config, sink, alerts)
-        if alerts:
-            _record(lakehouse, alerts, outcomes)
+        pending = pending_at(alerts or [], sink.name)
+        outcomes = _deliver(config, sink, pending)
+        if pending:
+            _record(lakehouse, pending, outcomes)
         counts = {state: 0 for state in (SENT, PENDING, REJECTED)}
         for outcome in outcomes:
             counts[outcome.state] += 1

@@ -66,6 +66,10 @@ class Watched:
     kept_after_another_writer: bool
     # the digits of the size Spark estimates for the kept state after each micro-batch
     estimates: list[int]
+    # the provisional rows the two judgings of the first micro-batch returned (what the
+    # alerts are raised from), and the table's rows of the runs after them
+    judged_rows: list[list[Row]]
+    provisional_after: list[Row]
 
     def read(self, step: str, table: str, run_id: str) -> DataFrame:
         """Run `run_id`'s rows of `table` (or of a part of the live state) as they stood after
@@ -97,9 +101,10 @@ def watched(spark, tmp_path_factory: pytest.TempPathFactory) -> Watched:  # noqa
     kept.committed(lakehouse, first.state_rows)
     estimates = [_estimate_digits(kept.rows)]
     versions["first"] = lakehouse.versions(TABLES)
-    judge(lakehouse, first, 0, kept)
-    judge(lakehouse, first, 0, kept)  # a micro-batch judged again: still one row
+    judged_rows = [judge(lakehouse, first, 0, kept)]
+    judged_rows.append(judge(lakehouse, first, 0, kept))  # judged again: still one row
     versions["judged"] = lakehouse.versions(TABLES)
+    provisional_after = lakehouse.read("provisional").collect()
 
     _land(lakehouse, SECOND, "chunk-2", 1)
     # a process's later micro-batch is not looked up in the state; its replay (a restarted
@@ -118,7 +123,19 @@ def watched(spark, tmp_path_factory: pytest.TempPathFactory) -> Watched:  # noqa
     lakehouse.overwrite("live_state", lakehouse.read("live_state"))  # another writer
     still = kept.table(lakehouse) is not None
     kept.release()
-    return Watched(lakehouse, first, second, replayed, versions, in_memory, table, still, estimates)
+    return Watched(
+        lakehouse,
+        first,
+        second,
+        replayed,
+        versions,
+        in_memory,
+        table,
+        still,
+        estimates,
+        judged_rows,
+        provisional_after,
+    )
 
 
 def _estimate_digits(df: DataFrame) -> int:
@@ -186,3 +203,17 @@ def test_the_state_a_process_wrote_is_kept_while_the_table_is_at_its_version(
     # compounding micro-batch after micro-batch): Spark's default for a leaf, each time
     default = len(str(2**63 - 1))
     assert watched.estimates == [default, default]
+
+
+def test_judging_returns_the_runs_provisional_rows_as_the_table_holds_them(
+    watched: Watched,
+) -> None:
+    """The rows `judge` returns are what the micro-batch's alerts are raised from (without
+    reading gold.provisional again): the first judging's are the rows it opened, the second's
+    the same rows read back; both the table's findings, each once."""
+    table = sorted(r["finding_id"] for r in watched.provisional_after)
+    assert len(table) == 2  # one outage in progress, one outage seen confirmed
+    for rows in watched.judged_rows:
+        assert sorted(r["finding_id"] for r in rows) == table
+    first, again = ({r["finding_id"]: r["kind"] for r in rows} for rows in watched.judged_rows)
+    assert first == again == {r["finding_id"]: r["kind"] for r in watched.provisional_after}

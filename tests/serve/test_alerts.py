@@ -22,7 +22,7 @@ from pulsar_audit.config import (
 from pulsar_audit.errors import ConfigError
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import ALERTS, PROVISIONAL
-from serve.alert_job import alert_rows, raise_and_send
+from serve.alert_job import alert_rows, pending_at, raise_and_send
 from serve.alerts import alerts_for_provisional, candidate_alerts
 from serve.sinks import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign
 
@@ -176,6 +176,34 @@ def _webhook(url: str, attempts: int = 4) -> SinkConfig:
         hmac_secret_env=SECRET_ENV,
     )
     return SinkConfig(name="hook", webhook=conf)
+
+
+def test_pending_at_a_sink_is_what_it_has_not_taken_or_refused_oldest_first() -> None:
+    """The alerts a sink still owes, in the order a table read sorted by created_at, first_ts
+    (nulls first) and dedup_key gives; done elsewhere is not done here."""
+    at = datetime(2026, 1, 1, 12, 0, 0)
+    later = datetime(2026, 1, 1, 12, 0, 5)
+
+    def alert(key: str, created: datetime, first_ts: datetime | None, *done: tuple) -> dict:
+        deliveries = [{"sink": sink, "state": state} for sink, state in done]
+        return {
+            "dedup_key": key,
+            "created_at": created,
+            "first_ts": first_ts,
+            "deliveries": deliveries,
+        }
+
+    alerts = [
+        alert("e", later, None),
+        alert("d", at, later),
+        alert("c", at, at, ("hook", "pending")),
+        alert("b", at, None, ("other", "sent")),
+        alert("a", at, at, ("hook", "sent")),
+        alert("f", at, at, ("hook", "rejected")),
+        alert("a2", at, at),
+    ]
+    assert [a["dedup_key"] for a in pending_at(alerts, "hook")] == ["b", "a2", "c", "d", "e"]
+    assert [a["dedup_key"] for a in pending_at(alerts, "other")] == ["a", "a2", "c", "f", "d", "e"]
 
 
 def _gold_with_two_findings(lakehouse) -> None:  # noqa: ANN001
