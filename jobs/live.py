@@ -102,7 +102,8 @@ def alert(
     lakehouse: Lakehouse, config: Config, runs: list[str], provisional: list[Row] | None = None
 ) -> dict[str, Any]:
     """Raise an alert per provisional finding of `runs` not raised yet, send what is pending.
-    provisional: gold.provisional's rows of `runs` as they are (`judge`'s), else read."""
+    provisional: gold.provisional's rows of `runs` (`judge`'s: its findings as they are, their
+    settled columns as read before it settled them; an alert does not show those), else read."""
     if not config.alerts.sinks:
         return {}
     if provisional is None:

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -177,8 +178,25 @@ def delta_jars(directory: Path | None = None) -> list[Path]:
     return jars
 
 
+def utc_process_clock() -> bool:
+    """Put this Python process on UTC, as the sessions are (`spark.sql.session.timeZone`);
+    whether it was on another zone. `collect()` gives a timestamp as a naive datetime in the
+    process's zone, and `local_frame` (like the sessions) takes a naive datetime as UTC: on
+    another zone a row collected and written back (a finding judged from memory, an alert
+    raised from it) would move by the zone's offset. Child processes started later inherit
+    TZ=UTC."""
+    if time.timezone == 0 and time.altzone == 0 and os.environ.get("TZ") in (None, "UTC"):
+        return False
+    log.info("this process's clock is put on UTC (it was on %s)", "/".join(time.tzname))
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    return True
+
+
 def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """Build (or reuse) the session for `config`; local sessions load Delta from the cache."""
+    """Build (or reuse) the session for `config`; local sessions load Delta from the cache.
+    The process's clock is put on UTC first (`utc_process_clock`)."""
+    utc_process_clock()
     cache_jvm_lookups()
     if config.spark.master is None:
         active = SparkSession.getActiveSession()

@@ -101,12 +101,11 @@ def _merged_deliveries(alert: dict[str, Any], outcome: Delivery) -> list[dict[st
 
 
 def _record(lakehouse: Lakehouse, alerts: list[dict[str, Any]], outcomes: list[Delivery]) -> None:
-    """Write each alert's deliveries with this sink's outcome; the dicts take them too (the
-    next sink's outcome is merged into them)."""
     schema = T.StructType([ALERTS["dedup_key"], ALERTS["deliveries"]])
-    for alert, outcome in zip(alerts, outcomes, strict=True):
-        alert["deliveries"] = _merged_deliveries(alert, outcome)
-    rows = [(alert["dedup_key"], alert["deliveries"]) for alert in alerts]
+    rows = [
+        (alert["dedup_key"], _merged_deliveries(alert, outcome))
+        for alert, outcome in zip(alerts, outcomes, strict=True)
+    ]
     updates = local_frame(lakehouse.spark, rows, schema)
     lakehouse.update_changed("alerts", updates, ["deliveries"])
 
@@ -115,13 +114,13 @@ def send_alerts(
     lakehouse: Lakehouse, config: Config, alerts: list[dict[str, Any]] | None = None
 ) -> dict[str, dict[str, int]]:
     """Deliver every alert still pending at each configured sink; per sink, count outcomes.
-    alerts: gold.alerts as it is (`all_alerts`: what the caller has just read and raised);
-    read once when not given."""
+    alerts: gold.alerts as the caller has just read it and raised into it (`all_alerts`),
+    for the first sink; each other sink reads the table as the sinks before it left it."""
     report: dict[str, dict[str, int]] = {}
-    if alerts is None and config.alerts.sinks:
-        alerts = all_alerts(lakehouse)
-    for sink in config.alerts.sinks:
-        pending = pending_at(alerts or [], sink.name)
+    for index, sink in enumerate(config.alerts.sinks):
+        if alerts is None or index > 0:
+            alerts = all_alerts(lakehouse)
+        pending = pending_at(alerts, sink.name)
         outcomes = _deliver(config, sink, pending)
         if pending:
             _record(lakehouse, pending, outcomes)

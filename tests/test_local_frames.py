@@ -67,3 +67,36 @@ def test_an_array_of_structs_from_dicts(spark):
     delivery = {f.name: None for f in element.fields} | {"sink": "webhook"}
     frame = local_frame(spark, [("k1", [delivery])], schema)
     assert frame.first()["deliveries"][0]["sink"] == "webhook"
+
+
+def test_a_collected_row_written_back_is_the_same_instant_on_a_process_off_utc(spark):
+    """`collect()` gives naive datetimes in the process's zone, `local_frame` takes them as
+    UTC: off UTC a row read back and written again moved by the offset; once the process is
+    put on UTC (`get_spark` does it) it does not."""
+    import os
+    import time
+
+    from pulsar_audit.spark import utc_process_clock
+
+    schema = T.StructType([T.StructField("at", T.TimestampType())])
+    at = dt.datetime(2026, 1, 1, 12, 0, 0)
+    before = os.environ.get("TZ")
+    try:
+        os.environ["TZ"] = "Asia/Kolkata"  # +05:30, no daylight saving
+        time.tzset()
+        [[moved]] = local_frame(
+            spark, local_frame(spark, [(at,)], schema).collect(), schema
+        ).collect()
+        assert moved != at  # what a process off UTC did
+        assert utc_process_clock() is True
+        [[kept]] = local_frame(
+            spark, local_frame(spark, [(at,)], schema).collect(), schema
+        ).collect()
+        assert kept == at
+        assert utc_process_clock() is False  # already on UTC
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()

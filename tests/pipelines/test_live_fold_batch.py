@@ -16,11 +16,12 @@ from pipeline_events import PIPELINE, ack, bronze, end, receive, send, subscribe
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from jobs.live_state import Judged, KeptState, fold_batch, judge
+from jobs.live_state import SETTLED, Judged, KeptState, fold_batch, judge
 from pipelines.detect_outages import detect_outages
 from pipelines.live_state import STATE_TABLES, state_part
 from pulsar_audit.config import load_config
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.schemas import PROVISIONAL
 
 TWO_BATCHES, INSIDE_ONE = "two_micro_batches", "begun_and_ended_inside_one"
 
@@ -210,10 +211,18 @@ def test_judging_returns_the_runs_provisional_rows_as_the_table_holds_them(
 ) -> None:
     """The rows `judge` returns are what the micro-batch's alerts are raised from (without
     reading gold.provisional again): the first judging's are the rows it opened, the second's
-    the same rows read back; both the table's findings, each once."""
-    table = sorted(r["finding_id"] for r in watched.provisional_after)
-    assert len(table) == 2  # one outage in progress, one outage seen confirmed
+    the same rows read back; both the table's findings, each once, equal to the table's rows
+    in every column but the settled ones (as read before judging settled them)."""
+
+    def unsettled(rows: list[Row]) -> dict[str, dict]:
+        kept = [c for c in PROVISIONAL.fieldNames() if c not in SETTLED]
+        return {r["finding_id"]: {c: r[c] for c in kept} for r in rows}
+
+    table = unsettled(watched.provisional_after)
+    assert sorted(r["kind"] for r in watched.provisional_after) == [
+        "outage_in_progress",
+        "outage_in_progress",
+    ]  # one seen in progress, one closed between two looks
     for rows in watched.judged_rows:
-        assert sorted(r["finding_id"] for r in rows) == table
-    first, again = ({r["finding_id"]: r["kind"] for r in rows} for rows in watched.judged_rows)
-    assert first == again == {r["finding_id"]: r["kind"] for r in watched.provisional_after}
+        assert len(rows) == len(table)
+        assert unsettled(rows) == table
