@@ -185,7 +185,7 @@ def utc_process_clock() -> bool:
     another zone a row collected and written back (a finding judged from memory, an alert
     raised from it) would move by the zone's offset. Child processes started later inherit
     TZ=UTC."""
-    if time.timezone == 0 and time.altzone == 0 and os.environ.get("TZ") in (None, "UTC"):
+    if time.timezone == 0 and time.altzone == 0:  # UTC, or a zone always at UTC
         return False
     log.info("this process's clock is put on UTC (it was on %s)", "/".join(time.tzname))
     os.environ["TZ"] = "UTC"
