@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -51,13 +50,9 @@ def raise_alerts(lakehouse: Lakehouse, config: Config) -> int:
     return raised
 
 
-def is_done_at(sink: str) -> Column:
-    """The alert was delivered to, or refused for good by, `sink`."""
-    return F.exists("deliveries", lambda d: (d["sink"] == sink) & d["state"].isin(*DONE_STATES))
-
-
 def is_done(alert: dict[str, Any], sink: str) -> bool:
-    """`is_done_at` of an alert held in Python (a row of gold.alerts as a dict)."""
+    """The alert (a row of gold.alerts as a dict) was delivered to, or refused for good by,
+    `sink`."""
     return any(d["sink"] == sink and d["state"] in DONE_STATES for d in alert["deliveries"])
 
 
@@ -148,11 +143,9 @@ def alert_rows(
     df = lakehouse.read("alerts")
     if run_ids:
         df = df.filter(F.col("run_id").isin(run_ids))
-    if pending_only and config is not None and config.alerts.sinks:
-        done_everywhere = None
-        for sink in config.alerts.sinks:
-            done = is_done_at(sink.name)
-            done_everywhere = done if done_everywhere is None else done_everywhere & done
-        df = df.filter(~done_everywhere)
     ordered = df.orderBy(F.col("created_at").desc(), "run_id", "kind", "dedup_key")
-    return [row.asDict(recursive=True) for row in ordered.collect()]
+    rows = [row.asDict(recursive=True) for row in ordered.collect()]
+    if pending_only and config is not None and config.alerts.sinks:
+        sinks = [sink.name for sink in config.alerts.sinks]
+        rows = [row for row in rows if not all(is_done(row, sink) for sink in sinks)]
+    return rows

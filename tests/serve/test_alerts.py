@@ -340,3 +340,9 @@ def test_file_sink_and_a_down_webhook_each_keep_their_own_state(lakehouse, confi
     down = _states(lakehouse, "down")
     assert {state for state, _, _ in down.values()} == {"pending"}
     assert sorted(attempts for _, attempts, _ in down.values()) == [0, 4]
+    # `alerts list --pending`: not yet done at some sink (the down one), none once only the
+    # file sink is configured
+    pending = alert_rows(lakehouse, pending_only=True, config=config)
+    assert sorted(a["kind"] for a in pending) == ["lost", "run_not_valid"]
+    only_file = _with_sinks(config, sinks[0])
+    assert alert_rows(lakehouse, pending_only=True, config=only_file) == []
