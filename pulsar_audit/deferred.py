@@ -18,9 +18,11 @@ Commit order keeps what a crash leaves recoverable and what `--as-of` reads cons
 the data tables first, side by side; then gold.anomalies (its version marks a finished
 recomputation, serve/forensics.py); then the manifest (bronze.ingested_files: a file is
 "ingested" only once everything derived from it is written, so a job killed before it takes
-the same files in again and recomputes); then `watch`'s live state (folded from the committed
-bronze of a micro-batch's files: a watch killed before it folds them again); then the state
-tables that let later jobs skip work (run_state, stage_state), whose fingerprints are computed
+the same files in again and recomputes) beside `watch`'s live state (folded from the
+micro-batch's bronze rows, committed before both: a watch killed before the state's commit
+folds them again; killed after it but before the manifest's, it takes the files in again,
+the same rows, and finds the micro-batch in the state, `jobs/live_state.py:already_folded`,
+so it does not fold them twice); then the state tables that let later jobs skip work (run_state, stage_state), whose fingerprints are computed
 from the committed versions.
 
 Only for a local (path) lakehouse and an input of about one ingest batch (`defers`), and for
@@ -61,8 +63,7 @@ MAX_DEFERRED_BYTES = 1 << 30
 # Tables committed after all others, in this order (see the module docstring).
 LATE_TABLES = (
     ("anomalies",),
-    ("ingested_files",),
-    ("live_state",),
+    ("ingested_files", "live_state"),
     ("run_state", "stage_state"),
 )
 COMMIT_THREADS = 4
