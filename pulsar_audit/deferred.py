@@ -22,8 +22,8 @@ the same files in again and recomputes) beside `watch`'s live state (folded from
 micro-batch's bronze rows, committed before both: a watch killed before the state's commit
 folds them again; killed after it but before the manifest's, it takes the files in again,
 the same rows, and finds the micro-batch in the state, `jobs/live_state.py:already_folded`,
-so it does not fold them twice); then the state tables that let later jobs skip work (run_state, stage_state), whose fingerprints are computed
-from the committed versions.
+so it does not fold them twice); then the state tables that let later jobs skip work
+(run_state, stage_state), whose fingerprints are computed from the committed versions.
 
 Only for a local (path) lakehouse and an input of about one ingest batch (`defers`), and for
 one job at a time (the caller holds the lakehouse's ingest lock until `commit()` returns): the
