@@ -5,7 +5,7 @@ batch's own events, without re-judging the runs: their full pipeline runs only w
 ends or the watch leaves (jobs/live.py).
 
 Read → fold → write the state whole, one overwrite (through the micro-batch's deferred
-lakehouse, one commit after bronze's manifest, pulsar_audit/deferred.py) → the findings,
+lakehouse, one commit beside bronze's manifest, pulsar_audit/deferred.py) → the findings,
 collected (a short list: findings, not messages) for jobs/live.py to open and settle once
 committed. The state's parts, the closed outages, the findings, the ended runs and the
 per-run rates of the micro-batch's events (for the live view) come from one packed
