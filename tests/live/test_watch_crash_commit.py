@@ -48,8 +48,9 @@ def test_a_watch_killed_after_the_state_landed_but_not_the_manifest_folds_nothin
     monkeypatch.undo()
 
     # what the kill left: the bronze rows and the state written, the file not in the manifest
-    produced, consumed = _rows(lakehouse, "producer_events", path), _rows(
-        lakehouse, "consumer_events", path
+    produced, consumed = (
+        _rows(lakehouse, "producer_events", path),
+        _rows(lakehouse, "consumer_events", path),
     )
     assert produced > 0 and consumed > 0
     assert lakehouse.read("ingested_files").count() == 0
