@@ -174,3 +174,15 @@ def latency_table(latencies: dict[str, list[float | None]]) -> str:
         )
         lines.append(f"| {kind} | {len(values)} | {len(timed)} | {' | '.join(figures)} |")
     return "\n".join(lines)
+
+
+def gaps_before(batches: list[tuple[float, int, int, float]]) -> list[float | None]:
+    """Per micro-batch (ended wall time, id, files, seconds; in the order they ended): the
+    seconds from the end of the one before to its own start (its end less its seconds);
+    None for the first. What the stream spends between two micro-batches: the watch's view
+    of the one before, the query's own bookkeeping (offsets, listing, commit log) and any
+    wait for a new file."""
+    return [
+        None if n == 0 else (ended - seconds) - batches[n - 1][0]
+        for n, (ended, _, _, seconds) in enumerate(batches)
+    ]

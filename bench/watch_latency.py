@@ -14,9 +14,10 @@ their recorded pace (or scaled so that the traced messages arrive at --rate per 
 runs one after the other), through capture/spool.py's rolling Spool (`….jsonl.open`, fsync,
 renamed whole every --roll-s seconds), the wall time of each line's write recorded. Each
 alert's arrival is timed against the moment its finding became provable in the replay
-(bench/latency_rules.py says how, per kind). Prints the latency table, the micro-batches and
-the watch's lag at the end: how long after the last file was renamed into LANDING the micro-
-batch that took it ended. Exit 1 if no alert arrived.
+(bench/latency_rules.py says how, per kind). Prints the latency table, the micro-batches (each
+with its gap after the one before: the watch's view of that one, the query's bookkeeping, any
+wait for a file) and the watch's lag at the end: how long after the last file was renamed
+into LANDING the micro-batch that took it ended. Exit 1 if no alert arrived.
 Figures depend on the machine's load: print `uptime` beside them.
 """
 
@@ -40,6 +41,7 @@ import yaml
 
 from bench.latency_rules import (
     due_offsets,
+    gaps_before,
     latency_table,
     provable_ts,
     read_trace,
@@ -251,9 +253,12 @@ def report(lines, written, received, pipeline, child, landed_at, segments) -> No
         print(
             f"  alert {alert['kind']} ({alert.get('title')}): arrived {arrived - landed_at:+.1f} s"
         )
-    for ended, batch, files, seconds in child.batches:
+    for (ended, batch, files, seconds), gap in zip(
+        child.batches, gaps_before(child.batches), strict=True
+    ):
+        before = "" if gap is None else f", {gap:.1f} s after the one before"
         print(
-            f"  micro-batch {batch}: {files} file(s), {seconds:.1f} s, "
+            f"  micro-batch {batch}: {files} file(s), {seconds:.1f} s{before}, "
             f"ended {ended - landed_at:+.1f} s from the last file"
         )
 

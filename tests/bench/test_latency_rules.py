@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from bench.latency_rules import (
     due_offsets,
+    gaps_before,
     latency_table,
     percentile,
     provable_ts,
@@ -128,3 +129,11 @@ def test_latency_table_times_only_the_alerts_with_a_rule() -> None:
 
     assert "| duplicated | 1 | 0 | – | – | – |" in table
     assert "| outage_in_progress | 2 | 2 | 2.0 | 4.0 | 4.0 |" in table
+
+
+def test_the_gap_before_a_micro_batch_is_from_the_last_ones_end_to_its_own_start() -> None:
+    # (ended, id, files, seconds): 0 ran 100–110, 1 ran 111.5–120, 2 ran 120.25–130
+    batches = [(110.0, 0, 1, 10.0), (120.0, 1, 2, 8.5), (130.0, 2, 1, 9.75)]
+
+    assert gaps_before(batches) == [None, 1.5, 0.25]
+    assert gaps_before([]) == []
