@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -220,13 +220,26 @@ def _commit(lakehouse: DeferredLakehouse, progress: Progress | None) -> None:
 def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
     """`analyze` for a command's context (config and lakehouse already chosen).
 
-    When Spark is not started yet, a small local input gets the small-input session.
+    When Spark is not started yet, a small local input gets the small-input session. When
+    this process runs a session already (the warm server, jobs/server.py), the job shares it:
+    the input's session settings that a running session takes apply to this job only and are
+    restored after it, so the questions and jobs after it see the server's own.
     """
     from checks.gx import warm_up
-    from pulsar_audit.spark import for_input
+    from pulsar_audit.spark import for_input, runtime_settings, session_running, session_settings
 
-    if "spark" not in vars(ctx):  # Context.spark is built on first use
-        ctx.config = for_input(ctx.config, local_input_bytes(str(path)))
+    if "spark" in vars(ctx):  # Context.spark is built on first use: here, already
+        return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
+    sized = for_input(ctx.config, local_input_bytes(str(path)))
+    if not session_running():
+        ctx.config = sized
         # the checks' GX context is built while the JVM starts (both take seconds)
         threading.Thread(target=warm_up, name="gx-warm-up", daemon=True).start()
-    return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
+        return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
+    settings = runtime_settings(sized.spark.conf) if sized is not ctx.config else {}
+    # the ingest's own settings travel in the config (jobs/ingest.py scopes them itself)
+    ctx.config = replace(
+        ctx.config, spark=replace(ctx.config.spark, ingest_conf=sized.spark.ingest_conf)
+    )
+    with session_settings(ctx.spark, settings):
+        return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())

@@ -3,8 +3,10 @@
 It builds one Spark session, warms it with a question, then answers the questions of CLI
 clients (jobs/warm.py) over a Unix socket, one at a time: each question runs the same command
 handler as a cold CLI call, its stdout and stderr streamed back as they are printed, its
-exit code last. It stops on `server stop`, on SIGTERM, or after `--idle-timeout` seconds
-without a question; the socket and its state file go with it.
+exit code last. It also runs `analyze` for its lakehouse, in the same session (the input's
+settings for that job only: jobs/analyze.py:analyze_path); a client that goes away does not
+stop a job, which ends as it would have. It stops on `server stop`, on SIGTERM, or after
+`--idle-timeout` seconds without a question; the socket and its state file go with it.
 """
 
 from __future__ import annotations
@@ -180,11 +182,15 @@ class Server:
 
     def _warm_up(self) -> None:
         """Answer two questions into the void: loads the classes and the Delta logs every
-        later question uses, so that the first real one is warm too."""
+        later question uses, so that the first real one is warm too; and build the checks'
+        GX context an `analyze` needs (seconds, once)."""
+        from checks.gx import warm_up
+
         sink = open(os.devnull, "w")  # noqa: SIM115 - closed below
         with sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             for question in (["summary"], ["sql", "select count(*) from gold.anomalies"]):
                 run_command(self.parser, [*question, *self.common_argv])
+            warm_up()
 
 
 def main(argv: list[str] | None = None) -> int:

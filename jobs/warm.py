@@ -1,13 +1,16 @@
 """Warm answers, the client side: a question (`sql`, `message`, `explain` …) goes to the
 lakehouse's running `pulsar-audit server` over a Unix socket and its output comes back as it
 is printed, with the command's exit code; without a server the CLI answers cold, in-process.
+`analyze` goes there too when a server runs (jobs/analyze.py:analyze_path: in its session,
+with the input's settings for that job only).
 
 No pyspark here: a question answered by the server costs this process its Python start and
 the parse of its options, not a JVM (docs/performance.md, "Warm answers").
 
-PULSAR_AUDIT_SERVER: `off` never uses a server; `auto` starts one on the first question when
-none runs; unset, a running server is used and one is started only when stderr is a terminal
-(an SRE at a prompt), so that tests, CI and scripts never leave a daemon behind.
+PULSAR_AUDIT_SERVER: `off` never uses a server; `auto` starts one on the first question or
+`analyze` when none runs; unset, a running server is used and one is started for a question
+only when stderr is a terminal (an SRE at a prompt), so that tests, CI and scripts never leave
+a daemon behind.
 """
 
 from __future__ import annotations
@@ -38,12 +41,25 @@ QUESTIONS = {
 }
 
 
+# The jobs a running server also does (in its session, one at a time, like the questions);
+# none of them starts a server, but with `auto`: a lone job pays the same start either way.
+JOBS = {"analyze"}
+
+
 def is_question(argv: list[str]) -> bool:
     """Whether `argv` asks a question the server may answer (not help, not a dry run)."""
     if any(a in ("-h", "--help", "--dry-run") for a in argv):
         return False
     words = [a for a in argv if not a.startswith("-")][:2]
     return bool(words) and (words[0] in QUESTIONS or tuple(words) in QUESTIONS)
+
+
+def is_job(argv: list[str]) -> bool:
+    """Whether `argv` runs a job a running server may do (not help, not a dry run)."""
+    if any(a in ("-h", "--help", "--dry-run") for a in argv):
+        return False
+    words = [a for a in argv if not a.startswith("-")][:1]
+    return bool(words) and words[0] in JOBS
 
 
 def question_config(argv: list[str]) -> Config | None:
@@ -65,7 +81,8 @@ def answer_from_server(argv: list[str], autostart: bool | None = None) -> int | 
     """Ask the lakehouse's server to answer `argv`; its exit code, or None when no server
     answers it (none runs, another config, not a question): then answer cold."""
     mode = os.environ.get(MODE_VARIABLE, "")
-    if mode == "off" or not is_question(argv):
+    question = is_question(argv)
+    if mode == "off" or not (question or is_job(argv)):
         return None
     config = question_config(argv)
     if config is None or config.storage != "path":
@@ -73,7 +90,7 @@ def answer_from_server(argv: list[str], autostart: bool | None = None) -> int | 
     path = socket_path(config.lakehouse_path)
     if not path.exists():
         if autostart is None:
-            autostart = mode == "auto" or (mode == "" and sys.stderr.isatty())
+            autostart = mode == "auto" or (mode == "" and question and sys.stderr.isatty())
         if not autostart or not _start_for(argv, config):
             return None
     request = {"argv": argv, "cwd": os.getcwd(), "identity": config_identity(config)}

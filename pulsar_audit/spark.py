@@ -107,6 +107,22 @@ GENERATED_CODE_CONF = {
 # inside a session made for larger ones: a `watch` micro-batch of a small input, whose every
 # shuffle would otherwise be its own adaptive job over mostly empty partitions.
 SMALL_FRAMES_CONF = {k: v for k, v in SMALL_INPUT_CONF.items() if k.startswith("spark.sql.")}
+# The settings a running session takes at any time (SQL's and Delta's); the JVM's options and
+# the SparkContext's (e.g. spark.default.parallelism) are fixed when the session starts.
+RUNTIME_PREFIXES = ("spark.sql.", "spark.databricks.delta.")
+
+
+def runtime_settings(conf: dict[str, str]) -> dict[str, str]:
+    """The settings of `conf` a running session can take (see RUNTIME_PREFIXES)."""
+    return {k: v for k, v in conf.items() if k.startswith(RUNTIME_PREFIXES)}
+
+
+def session_running() -> bool:
+    """Whether this process already runs a Spark session (the warm server's, a test's): a job
+    started now shares it, JVM and settings, instead of building its own."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None  # noqa: SLF001 - no public probe
 
 
 # A local driver's threads (the scheduler's, which serializes each task, and the executor's,

@@ -13,6 +13,7 @@ from jobs.cli import main
 from jobs.commands.analyze import other_runs_note
 from jobs.commands.serve import no_sink_note
 from pulsar_audit.delta_io import Lakehouse
+from pulsar_audit.spark import SMALL_INPUT_CONF, session_settings
 
 
 def _cli(capsys, lakehouse: Lakehouse, *argv: str) -> tuple[int, str, str]:  # noqa: ANN001
@@ -135,6 +136,39 @@ def test_analyze_path_reports_the_runs_of_path_only(examples_lakehouse, capsys):
     assert (code, result["other_runs"]) == (0, 1)
     found = [*result["runs"], *result["outages"], *result["anomalies"]]
     assert found and {f["run_id"] for f in found} == {SYNTHETIC_RUN}
+
+
+def test_analyze_in_a_running_session_takes_the_input_settings_for_itself(
+    spark, tmp_path, capsys, monkeypatch
+):
+    """In a process whose Spark session runs already (the warm server's; here the tests'), a
+    small input's `analyze` runs with the small-input settings, and the session's own are
+    back after it."""
+    import jobs.analyze
+
+    own = {
+        "spark.sql.codegen.wholeStage": "true",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.codegen.factoryMode": "FALLBACK",
+    }
+    seen: dict[str, str] = {}
+    job = jobs.analyze.analyze
+
+    def watched(lakehouse, *args):  # noqa: ANN001, ANN002, ANN202
+        seen.update({key: lakehouse.spark.conf.get(key) for key in own})
+        return job(lakehouse, *args)
+
+    monkeypatch.setattr(jobs.analyze, "analyze", watched)
+    root = tmp_path / "lh"
+    with session_settings(spark, own):
+        capsys.readouterr()
+        code = main(["analyze", str(EXAMPLES / "synthetic"), "--lakehouse", str(root)])
+        out = capsys.readouterr().out
+        after = {key: spark.conf.get(key) for key in own}
+    assert code == 0
+    assert {r["run_id"] for r in _table(out, "runs")} == {SYNTHETIC_RUN}
+    assert seen == {key: SMALL_INPUT_CONF[key] for key in own}
+    assert after == own
 
 
 def _block(text: str, title: str) -> list[str]:

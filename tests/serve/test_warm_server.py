@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from json_schema_check import validate
-from serve_examples import SYNTHETIC_RUN
+from serve_examples import EXAMPLES, SYNTHETIC_RUN
 
 from jobs.cli import main
 from jobs.commands.server import status_text
@@ -124,6 +124,55 @@ def test_stop_ends_the_server_and_a_question_then_answers_cold(server, capsys):
     )
     assert capsys.readouterr().out.splitlines() == ["n", "-", "2"]
     assert not socket_path(root).exists()
+
+
+def _timeless(result: dict) -> dict:
+    """An `analyze --json` result without its timings (the only part two runs differ in)."""
+    if isinstance(result, dict):
+        return {k: _timeless(v) for k, v in result.items() if k != "seconds"}
+    if isinstance(result, list):
+        return [_timeless(v) for v in result]
+    return result
+
+
+def test_analyze_through_a_running_server_does_what_the_cold_job_does(tmp_path, capsys):
+    """`analyze` goes to the lakehouse's running server (one of its questions) and finds,
+    prints and writes what a cold `analyze` does; the server's next answers read what it
+    wrote; the same `analyze` again takes in nothing and gives the same findings."""
+    synthetic = str(EXAMPLES / "synthetic")
+    cold_root, warm_root = tmp_path / "cold", tmp_path / "warm"
+    cold = _cli(
+        "analyze", synthetic, "--json", "--lakehouse", str(cold_root), **{MODE_VARIABLE: "off"}
+    )
+    assert cold.returncode == 0, cold.stderr
+    done = _cli("server", "start", "--lakehouse", str(warm_root), "--idle-timeout", "600", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    pid = json.loads(done.stdout)["pid"]
+    try:
+        warm = _cli("analyze", synthetic, "--json", "--lakehouse", str(warm_root))
+        assert warm.returncode == 0, warm.stderr
+        assert _status(warm_root)["questions"] == 1  # the server ran it
+        result = json.loads(warm.stdout)
+        assert _timeless(result) == _timeless(json.loads(cold.stdout))
+        assert result["ingest"]["records"] > 0 and result["anomalies"]
+
+        found = "select run_id, kind, seq_from, seq_to from gold.anomalies order by 1, 2, 3"
+        answered = _cli("sql", found, "--lakehouse", str(warm_root))
+        capsys.readouterr()
+        assert main(["sql", found, "--lakehouse", str(cold_root)]) == 0  # in-process: cold
+        assert answered.stdout == capsys.readouterr().out
+        assert len(answered.stdout.splitlines()) == 2 + len(result["anomalies"])
+
+        again = _cli("analyze", synthetic, "--json", "--lakehouse", str(warm_root))
+        assert again.returncode == 0, again.stderr
+        rerun = json.loads(again.stdout)
+        assert rerun.pop("ingest") == dict.fromkeys(result.pop("ingest"), 0)  # nothing new
+        assert _timeless(rerun) == _timeless(result)
+        assert _status(warm_root)["questions"] == 3
+    finally:
+        _cli("server", "stop", "--lakehouse", str(warm_root))
+        if not _gone(pid):
+            os.kill(pid, 9)
 
 
 # long tier; in the default run: test_stop_ends_the_server_and_a_question_then_answers_cold
