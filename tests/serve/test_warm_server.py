@@ -15,6 +15,7 @@ import pytest
 from json_schema_check import validate
 from serve_examples import EXAMPLES, SYNTHETIC_RUN
 
+from bench.warm_analyze import timeless
 from jobs.cli import main
 from jobs.commands.server import status_text
 from jobs.server_control import process_alive
@@ -126,15 +127,6 @@ def test_stop_ends_the_server_and_a_question_then_answers_cold(server, capsys):
     assert not socket_path(root).exists()
 
 
-def _timeless(result: dict) -> dict:
-    """An `analyze --json` result without its timings (the only part two runs differ in)."""
-    if isinstance(result, dict):
-        return {k: _timeless(v) for k, v in result.items() if k != "seconds"}
-    if isinstance(result, list):
-        return [_timeless(v) for v in result]
-    return result
-
-
 def test_analyze_through_a_running_server_does_what_the_cold_job_does(tmp_path, capsys):
     """`analyze` goes to the lakehouse's running server (one of its questions) and finds,
     prints and writes what a cold `analyze` does; the server's next answers read what it
@@ -153,7 +145,7 @@ def test_analyze_through_a_running_server_does_what_the_cold_job_does(tmp_path, 
         assert warm.returncode == 0, warm.stderr
         assert _status(warm_root)["questions"] == 1  # the server ran it
         result = json.loads(warm.stdout)
-        assert _timeless(result) == _timeless(json.loads(cold.stdout))
+        assert timeless(result) == timeless(json.loads(cold.stdout))
         assert result["ingest"]["records"] > 0 and result["anomalies"]
 
         found = "select run_id, kind, seq_from, seq_to from gold.anomalies order by 1, 2, 3"
@@ -167,7 +159,7 @@ def test_analyze_through_a_running_server_does_what_the_cold_job_does(tmp_path, 
         assert again.returncode == 0, again.stderr
         rerun = json.loads(again.stdout)
         assert rerun.pop("ingest") == dict.fromkeys(result.pop("ingest"), 0)  # nothing new
-        assert _timeless(rerun) == _timeless(result)
+        assert timeless(rerun) == timeless(result)
         assert _status(warm_root)["questions"] == 3
     finally:
         _cli("server", "stop", "--lakehouse", str(warm_root))
