@@ -226,20 +226,33 @@ def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
     restored after it, so the questions and jobs after it see the server's own.
     """
     from checks.gx import warm_up
-    from pulsar_audit.spark import for_input, runtime_settings, session_running, session_settings
+    from pulsar_audit.spark import (
+        SMALL_INPUT_CONF,
+        for_input,
+        running_session,
+        runtime_settings,
+        session_settings,
+    )
 
     if "spark" in vars(ctx):  # Context.spark is built on first use: here, already
         return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
     sized = for_input(ctx.config, local_input_bytes(str(path)))
-    if not session_running():
+    spark = running_session()
+    if spark is None:
         ctx.config = sized
         # the checks' GX context is built while the JVM starts (both take seconds)
         threading.Thread(target=warm_up, name="gx-warm-up", daemon=True).start()
         return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
-    settings = runtime_settings(sized.spark.conf) if sized is not ctx.config else {}
+    # the running session as it is (not rebuilt from the config, which would set the config's
+    # values on it); of the small-input settings, those it can take now and the config does
+    # not set itself (the session holds the config's own already)
+    ctx.spark = spark
+    small = {k: v for k, v in SMALL_INPUT_CONF.items() if k not in ctx.config.spark.conf}
+    settings = runtime_settings(small) if sized is not ctx.config else {}
+    settings = {k: v for k, v in settings.items() if spark.conf.isModifiable(k)}
     # the ingest's own settings travel in the config (jobs/ingest.py scopes them itself)
     ctx.config = replace(
         ctx.config, spark=replace(ctx.config.spark, ingest_conf=sized.spark.ingest_conf)
     )
-    with session_settings(ctx.spark, settings):
+    with session_settings(spark, settings):
         return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())

@@ -4,9 +4,12 @@ It builds one Spark session, warms it with a question, then answers the question
 clients (jobs/warm.py) over a Unix socket, one at a time: each question runs the same command
 handler as a cold CLI call, its stdout and stderr streamed back as they are printed, its
 exit code last. It also runs `analyze` for its lakehouse, in the same session (the input's
-settings for that job only: jobs/analyze.py:analyze_path); a client that goes away does not
-stop a job, which ends as it would have. It stops on `server stop`, on SIGTERM, or after
-`--idle-timeout` seconds without a question; the socket and its state file go with it.
+settings for that job only: jobs/analyze.py:analyze_path), in a thread of its own: meanwhile
+it answers `status` (busy, with what) and `stop`, and refuses the rest, which the clients
+then run cold. A client that goes away does not stop a job, which ends as it would have. A
+job is refused once the package's code differs from what the server imported. It stops on
+`server stop` (after a running job), on SIGTERM, after `--idle-timeout` seconds without a
+question, or when its Spark session is gone; the socket and its state file go with it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -26,7 +30,9 @@ from typing import Any
 
 from jobs import context
 from jobs import server_link as link
+from jobs.receipt import code_fingerprint
 from jobs.server_control import DEFAULT_IDLE_TIMEOUT_S
+from jobs.warm import is_job
 
 POLL_S = 0.5  # how often the idle clock is read while no client connects
 
@@ -96,6 +102,13 @@ class Server:
         self.last_activity = time.monotonic()
         self.stopping = False
         self.ready_s = 0.0
+        # the job (`analyze`) running in its own thread, and what it is: meanwhile the server
+        # answers `status` and `stop`, and refuses the rest (the client then runs it cold)
+        self.job: threading.Thread | None = None
+        self.busy: str | None = None
+        # the package's code as this process imported it: a job is refused once the files
+        # differ (it would write with old code what a receipt records as the new code's)
+        self.code = code_fingerprint()
 
     def status(self) -> dict[str, Any]:
         return {
@@ -109,6 +122,7 @@ class Server:
             "questions": self.questions,
             "idle_s": round(time.monotonic() - self.last_activity, 1),
             "idle_timeout_s": self.idle_timeout,
+            **({"busy": self.busy} if self.busy else {}),
         }
 
     def serve(self) -> int:
@@ -144,41 +158,98 @@ class Server:
 
     def _loop(self, listener: socket.socket) -> None:
         while not self.stopping:
-            if time.monotonic() - self.last_activity > self.idle_timeout:
+            if self._idle():
                 print(f"idle for {self.idle_timeout:g} s: stopping", flush=True)
                 return
             try:
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            with conn:
-                conn.settimeout(None)
-                self._handle(conn)
+            conn.settimeout(None)
+            if not self._handle(conn):
+                conn.close()
             self.last_activity = time.monotonic()
+        if self.job is not None:  # stopped while a job runs: it ends first
+            self.job.join()
 
-    def _handle(self, conn: socket.socket) -> None:
+    def _idle(self) -> bool:
+        if self.job is not None and self.job.is_alive():
+            self.last_activity = time.monotonic()  # a running job is not idleness
+        return time.monotonic() - self.last_activity > self.idle_timeout
+
+    def _handle(self, conn: socket.socket) -> bool:
+        """Answer one client; True when a job thread took the connection over."""
         try:
             request = next(iter(link.replies(conn)), None)
             if request is None:
-                return
+                return False
+            refused = self._refusal(request)
             if request.get("op") == "status":
                 link.send(conn, self.status())
             elif request.get("op") == "stop":
                 self.stopping = True
                 link.send(conn, {**self.status(), "stopping": True})
-            elif request.get("identity") != self.identity:
-                link.send(conn, {"refused": "the question's config is not the server's"})
+            elif refused:
+                link.send(conn, {"refused": refused})
+            elif is_job(request["argv"]):
+                self.busy = f"{' '.join(request['argv'])} (since {time.strftime('%H:%M:%S')})"
+                self.job = threading.Thread(
+                    target=self._run_job, args=(conn, request), name="job", daemon=True
+                )
+                self.job.start()
+                return True
             else:
-                self.questions += 1
-                with _answering(conn, request["cwd"]):
-                    code = run_command(self.parser, request["argv"])
-                link.send(conn, {"exit": code})
+                self._answer(conn, request)
         except (BrokenPipeError, ConnectionResetError):  # the client went away (Ctrl-C)
             print("a client went away before its answer was complete", flush=True)
         except Exception:  # e.g. the client's folder is gone: it answers cold, we go on
             traceback.print_exc()
             with contextlib.suppress(OSError):
                 link.send(conn, {"refused": "the server could not run the question"})
+        return False
+
+    def _refusal(self, request: dict[str, Any]) -> str | None:
+        """Why the server does not run `request` (the client runs it cold), or None."""
+        if "op" in request:
+            return None
+        if request.get("identity") != self.identity:
+            return "the question's config is not the server's"
+        if self.job is not None and self.job.is_alive():
+            return f"busy with `{self.busy}`"
+        if is_job(request["argv"]) and code_fingerprint() != self.code:
+            return "the code changed since the server started: `server stop`, then start it"
+        return None
+
+    def _answer(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        self.questions += 1
+        with _answering(conn, request["cwd"]):
+            code = run_command(self.parser, request["argv"])
+        link.send(conn, {"exit": code})
+        if not self._session_alive():
+            print("the Spark session is gone: stopping", flush=True)
+            self.stopping = True
+
+    def _run_job(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        """A job in its thread; a client that goes away does not stop it (it ends as it
+        would have: its output is dropped)."""
+        try:
+            self._answer(conn, request)
+        except (BrokenPipeError, ConnectionResetError):
+            print("a client went away before its job was done", flush=True)
+        except Exception:
+            traceback.print_exc()
+        finally:
+            conn.close()
+            self.busy = None
+            self.last_activity = time.monotonic()
+
+    def _session_alive(self) -> bool:
+        """Whether the server's Spark session still runs (its JVM may have died: out of
+        memory, killed); a server without one stops, so that its clients answer cold."""
+        try:
+            return not self.ctx.spark.sparkContext._jsc.sc().isStopped()  # noqa: SLF001
+        except Exception:  # noqa: BLE001 - the gateway itself is gone
+            return False
 
     def _warm_up(self) -> None:
         """Answer two questions into the void: loads the classes and the Delta logs every

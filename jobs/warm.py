@@ -41,8 +41,10 @@ QUESTIONS = {
 }
 
 
-# The jobs a running server also does (in its session, one at a time, like the questions);
-# none of them starts a server, but with `auto`: a lone job pays the same start either way.
+# The jobs a running server also does (in its session, one at a time, in a thread while it
+# answers `status`); none of them starts a server, but with `auto`: a lone job pays the same
+# start either way. A job that sends alerts (sinks configured) runs cold: the sinks' secrets
+# come from the caller's environment, which the server does not have.
 JOBS = {"analyze"}
 
 
@@ -86,6 +88,9 @@ def answer_from_server(argv: list[str], autostart: bool | None = None) -> int | 
         return None
     config = question_config(argv)
     if config is None or config.storage != "path":
+        return None
+    if not question and config.alerts.sinks:
+        # a job that sends alerts runs with the caller's environment (its tokens, secrets)
         return None
     path = socket_path(config.lakehouse_path)
     if not path.exists():

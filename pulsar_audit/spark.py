@@ -117,12 +117,14 @@ def runtime_settings(conf: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in conf.items() if k.startswith(RUNTIME_PREFIXES)}
 
 
-def session_running() -> bool:
-    """Whether this process already runs a Spark session (the warm server's, a test's): a job
+def running_session() -> SparkSession | None:
+    """This process's running Spark session (the warm server's, a test's), or None: a job
     started now shares it, JVM and settings, instead of building its own."""
     from pyspark import SparkContext
 
-    return SparkContext._active_spark_context is not None  # noqa: SLF001 - no public probe
+    if SparkContext._active_spark_context is None:  # noqa: SLF001 - no public probe
+        return None
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession  # noqa: SLF001
 
 
 # A local driver's threads (the scheduler's, which serializes each task, and the executor's,
@@ -341,11 +343,13 @@ def installed_packages() -> tuple[str, ...]:
 
 @contextmanager
 def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """Run the enclosed Spark actions with `settings`, then restore what the session had."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    """Run the enclosed Spark actions with `settings`, then restore what the session had
+    (also when setting one of them fails: those set before it are restored)."""
+    before: dict[str, str | None] = {}
     try:
+        for key, value in settings.items():
+            before[key] = spark.conf.get(key, None)
+            spark.conf.set(key, value)
         yield
     finally:
         for key, value in before.items():

@@ -23,6 +23,7 @@ from pulsar_audit.spark import (
     STAGE_PROPERTY,
     for_input,
     local_input_bytes,
+    session_settings,
     side_by_side,
     spark_stage,
 )
@@ -143,3 +144,17 @@ def test_a_cluster_and_an_envs_own_settings_are_left_alone(tmp_path: Path):
     local = load_config("local", lakehouse=str(tmp_path))
     own = replace(local, spark=replace(local.spark, conf={"spark.sql.adaptive.enabled": "true"}))
     assert for_input(own, 1000).spark.conf["spark.sql.adaptive.enabled"] == "true"
+
+
+def test_settings_set_before_one_the_session_refuses_are_put_back(spark):
+    """A static setting (fixed when the session started) cannot be set: the settings set
+    before it are restored, none is left on the session."""
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    settings = {key: "7", "spark.sql.ui.retainedExecutions": "5"}
+    with (
+        pytest.raises(Exception, match="spark.sql.ui.retainedExecutions"),
+        session_settings(spark, settings),
+    ):
+        raise AssertionError("the body must not run")
+    assert spark.conf.get(key) == before != "7"

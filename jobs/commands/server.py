@@ -15,6 +15,8 @@ from pulsar_audit.config import Config
 def status_text(status: dict[str, Any]) -> str:
     if status.get("stopping"):
         done = "stopped" if status.get("stopped") else "asked to stop (still running)"
+        if not status.get("stopped") and status.get("busy"):
+            done = f"asked to stop once its job `{status['busy']}` is done (still running)"
         return f"{done} the server of {status['lakehouse']} (pid {status['pid']}, " + (
             f"{status['questions']} question(s) in {status['uptime_s']} s)"
         )
@@ -29,7 +31,7 @@ def status_text(status: dict[str, Any]) -> str:
         f"up {status['uptime_s']} s (ready in {status['ready_s']} s), "
         f"{status['questions']} question(s), idle {status['idle_s']} s of "
         f"{status['idle_timeout_s']:g} s, socket {status['socket']}"
-    )
+    ) + (f"; busy with `{status['busy']}`" if status.get("busy") else "")
 
 
 def _local_config(ctx: Context) -> Config:

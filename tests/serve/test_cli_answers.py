@@ -147,7 +147,7 @@ def test_analyze_in_a_running_session_takes_the_input_settings_for_itself(
     import jobs.analyze
 
     own = {
-        "spark.sql.codegen.wholeStage": "true",
+        "spark.sql.shuffle.partitions": "3",
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.codegen.factoryMode": "FALLBACK",
     }

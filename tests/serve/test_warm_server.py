@@ -127,10 +127,22 @@ def test_stop_ends_the_server_and_a_question_then_answers_cold(server, capsys):
     assert not socket_path(root).exists()
 
 
+def _busy_status(root: Path, job: subprocess.Popen) -> dict:
+    """The server's status once it says it runs a job (while `job`, its client, runs)."""
+    deadline = time.monotonic() + 120
+    while job.poll() is None and time.monotonic() < deadline:
+        status = _status(root)
+        if "busy" in status:
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"the server never said it was busy; the client ended with {job.poll()}")
+
+
 def test_analyze_through_a_running_server_does_what_the_cold_job_does(tmp_path, capsys):
     """`analyze` goes to the lakehouse's running server (one of its questions) and finds,
-    prints and writes what a cold `analyze` does; the server's next answers read what it
-    wrote; the same `analyze` again takes in nothing and gives the same findings."""
+    prints and writes what a cold `analyze` does; while it runs, the server says so and a
+    question is answered cold; the server's next answers read what it wrote; the same
+    `analyze` again takes in nothing and gives the same findings."""
     synthetic = str(EXAMPLES / "synthetic")
     cold_root, warm_root = tmp_path / "cold", tmp_path / "warm"
     cold = _cli(
@@ -141,10 +153,20 @@ def test_analyze_through_a_running_server_does_what_the_cold_job_does(tmp_path, 
     assert done.returncode == 0, done.stdout + done.stderr
     pid = json.loads(done.stdout)["pid"]
     try:
-        warm = _cli("analyze", synthetic, "--json", "--lakehouse", str(warm_root))
-        assert warm.returncode == 0, warm.stderr
-        assert _status(warm_root)["questions"] == 1  # the server ran it
-        result = json.loads(warm.stdout)
+        job = subprocess.Popen(
+            [str(EXE), "analyze", synthetic, "--json", "--lakehouse", str(warm_root)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        )  # fmt: skip
+        busy = _busy_status(warm_root, job)
+        assert busy["busy"].startswith(f"analyze {synthetic} --json --lakehouse {warm_root}")
+        # meanwhile a question is refused by the server and answered cold, as without it
+        meanwhile = _cli("sql", "select 42 as n", "--lakehouse", str(warm_root))
+        assert (meanwhile.returncode, meanwhile.stdout.split()) == (0, ["n", "--", "42"])
+        out, err = job.communicate(timeout=600)
+        assert job.returncode == 0, err
+        status = _status(warm_root)
+        assert (status["questions"], "busy" in status) == (1, False)  # the server ran the job
+        result = json.loads(out)
         assert timeless(result) == timeless(json.loads(cold.stdout))
         assert result["ingest"]["records"] > 0 and result["anomalies"]
 
