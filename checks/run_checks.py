@@ -18,11 +18,12 @@ def check_ingested_runs(
     """Re-judge every table-level expectation for `run_ids` over all of their bronze rows."""
     if not run_ids:
         return
-    in_runs = F.col("run_id").isin(run_ids)
-    tables = {name: lakehouse.read(name) for name in EVENT_TABLES}
-    schemas_ok = check_schemas(tables)
-    producer, consumer, run = (tables[name].filter(in_runs) for name in EVENT_TABLES)
-    quarantine = lakehouse.read("quarantine").filter(in_runs)
+    schemas_ok = check_schemas({name: lakehouse.read(name) for name in EVENT_TABLES})
+    # the runs' rows (a job that has just taken in a run's first files reads them from what
+    # it wrote, not from the committed tables: pulsar_audit/deferred.py read_matching)
+    runs = {"run_id": run_ids}
+    producer, consumer, run = (lakehouse.read_matching(name, runs) for name in EVENT_TABLES)
+    quarantine = lakehouse.read_matching("quarantine", runs)
     metrics = run_metrics(producer, consumer, run, quarantine)
     results = check_runs(lakehouse.spark, metrics, schemas_ok, ingest_id, at)
     lakehouse.replace_where("check_results", results, {"run_id": run_ids, "level": ["table"]})

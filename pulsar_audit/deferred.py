@@ -175,16 +175,31 @@ class DeferredLakehouse(Lakehouse):
         return super().may_hold(table, matches, version)
 
     def read_matching(self, table: str, match: Match) -> DataFrame:
-        """Without the table when the pending writes replace every row `match` selects (a
-        micro-batch's bronze rows of its own files, just ingested): from the pending frames
-        alone, no Delta scan of the version the job began from."""
+        """Without the table when no committed row `match` selects is left: the pending
+        writes replace every such row (a micro-batch's bronze rows of its own files, just
+        ingested), or the statistics of the version the job began from rule every such row
+        out (the rows of runs this job takes in for the first time) and the pending writes
+        only replace and append. Then from the pending frames alone: no Delta snapshot, no
+        file-filtering job, no scan of the committed version."""
         entry = self._table(table)
         with self._guard:
             writes = list(entry.writes)
-        if writes and _replaced(writes, match):
+        if writes and (_replaced(writes, match) or self._base_lacks(table, entry, writes, match)):
             empty = local_frame(self.spark, [], self.spec(table).schema)
             return _apply(empty, writes).filter(match_column(match))
         return super().read_matching(table, match)
+
+    def _base_lacks(self, table: str, entry: _Table, writes: list[_Write], match: Match) -> bool:
+        """Whether the committed version the job began from holds no row `match` selects,
+        by its files' statistics (read without Spark), and `writes` cannot bring one in
+        (replaces and appends only: a merge or an update is not reasoned about)."""
+        if any(w.kind not in ("replace", "append") for w in writes):
+            return False
+        if entry.base_empty:
+            return True
+        return entry.base_version is not None and not Lakehouse.may_hold(
+            self, table, [match], entry.base_version
+        )
 
     def versions(self, tables):  # type: ignore[override]
         """Committed versions: pending writes of `tables` are committed first."""

@@ -23,6 +23,14 @@ def state_rows(spark, rows: list[tuple[str, str]]):
     )
 
 
+def table_scans(df) -> int:
+    """How many leaves of `df`'s plan read a table's files (a Delta table's snapshot, its
+    file filtering and scan), not frames in memory."""
+    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    names = [leaves.apply(i).getClass().getSimpleName() for i in range(leaves.size())]
+    return names.count("LogicalRelation")
+
+
 def content(df) -> list[tuple[str, str]]:
     return sorted((r.run_id, r.input_fingerprint) for r in df.collect())
 
@@ -210,6 +218,26 @@ def test_rows_a_pending_replace_covers_are_read_without_the_table(spark, plain: 
     job.commit()
     # what was read is what the table holds once committed
     assert content(plain.read_matching("run_state", {"run_id": ["r1"]})) == [("r1", "b")]
+    job.release()
+
+
+def test_rows_the_committed_statistics_rule_out_are_read_without_the_table(spark, plain: Lakehouse):
+    plain.replace_runs("run_state", state_rows(spark, [("r1", "a"), ("r9", "z")]), ["r1", "r9"])
+    job = DeferredLakehouse(plain)
+    job.append("run_state", state_rows(spark, [("s5", "x"), ("r5", "y")]))  # replaces nothing
+
+    new_run = job.read_matching("run_state", {"run_id": ["s5"]})
+    assert content(new_run) == [("s5", "x")]
+    assert table_scans(new_run) == 0  # "s5" sorts above the file's run ids: no Delta read
+    # "r5" sorts between the file's smallest and largest run id: the file may hold it
+    inside = job.read_matching("run_state", {"run_id": ["r5"]})
+    assert content(inside) == [("r5", "y")]
+    assert table_scans(inside) == 1
+    job.commit()
+    assert content(plain.read_matching("run_state", {"run_id": ["s5", "r5"]})) == [
+        ("r5", "y"),
+        ("s5", "x"),
+    ]
     job.release()
 
 
