@@ -48,19 +48,23 @@ QUESTIONS = {
 JOBS = {"analyze"}
 
 
+def _command(argv: list[str]) -> list[str]:
+    """The first two words of `argv` (the command and its subcommand, if any), or none for a
+    call the server never takes (help, a dry run)."""
+    if any(a in ("-h", "--help", "--dry-run") for a in argv):
+        return []
+    return [a for a in argv if not a.startswith("-")][:2]
+
+
 def is_question(argv: list[str]) -> bool:
     """Whether `argv` asks a question the server may answer (not help, not a dry run)."""
-    if any(a in ("-h", "--help", "--dry-run") for a in argv):
-        return False
-    words = [a for a in argv if not a.startswith("-")][:2]
+    words = _command(argv)
     return bool(words) and (words[0] in QUESTIONS or tuple(words) in QUESTIONS)
 
 
 def is_job(argv: list[str]) -> bool:
     """Whether `argv` runs a job a running server may do (not help, not a dry run)."""
-    if any(a in ("-h", "--help", "--dry-run") for a in argv):
-        return False
-    words = [a for a in argv if not a.startswith("-")][:1]
+    words = _command(argv)
     return bool(words) and words[0] in JOBS
 
 

@@ -193,7 +193,7 @@ class DeferredLakehouse(Lakehouse):
         """Whether the committed version the job began from holds no row `match` selects,
         by its files' statistics (read without Spark), and `writes` cannot bring one in
         (replaces and appends only: a merge or an update is not reasoned about)."""
-        if any(w.kind not in ("replace", "append") for w in writes):
+        if not _only_replaces_and_appends(writes):
             return False
         if entry.base_empty:
             return True
@@ -446,12 +446,18 @@ def _apply(base: DataFrame, write: _Write | list[_Write]) -> DataFrame:
     )
 
 
+def _only_replaces_and_appends(writes: list[_Write]) -> bool:
+    """Whether every one of `writes` is a replace or an append: a merge or an update could
+    bring a committed row into a match, and is not reasoned about."""
+    return all(w.kind in ("replace", "append") for w in writes)
+
+
 def _replaced(writes: list[_Write], match: Match) -> bool:
     """Whether `writes` (a table's pending ones, in order) leave none of the table's committed
     rows that `match` selects: one of them is a replace whose own match selects all those rows
     (or the whole table), and every one is a replace or an append (a merge or an update could
     not bring a committed row into `match` then, but is not reasoned about)."""
-    if any(w.kind not in ("replace", "append") for w in writes):
+    if not _only_replaces_and_appends(writes):
         return False
 
     def covers(replaced: Match) -> bool:
