@@ -77,7 +77,8 @@ def refresh_gold(
 
     def pipeline() -> list[str]:
         with stage("pipeline", progress):
-            return run_pipeline(lakehouse, config, run_ids, progress)
+            scope = list(ingested.runs) if ingested.runs is not None else None
+            return run_pipeline(lakehouse, config, run_ids, progress, scope)
 
     def timeline() -> bool:
         with stage("infrastructure timeline", progress):
@@ -102,6 +103,8 @@ class Ingested:
 
     traces: bool = False
     infrastructure: bool = False
+    # the only runs whose bronze changed, when the job knows them (jobs/receipt.py `settled`)
+    runs: tuple[str, ...] | None = None
 
     def any(self) -> bool:
         return self.traces or self.infrastructure
@@ -146,7 +149,8 @@ def analyze(
     job = DeferredLakehouse(lakehouse)
     try:
         with lakehouse.exclusive("ingest"):
-            return _analyze(job, config, path, is_folder, inputs, progress)
+            settled = is_folder and receipt.settled(config) and not _seen_before(job, inputs)
+            return _analyze(job, config, path, is_folder, inputs, progress, settled)
     finally:
         job.release()
 
@@ -158,11 +162,17 @@ def _analyze(
     is_folder: bool,
     inputs: Inputs,
     progress: Progress | None,
+    settled: bool = False,
 ) -> dict[str, Any]:
-    report, infra = ingest_inputs(lakehouse, path, is_folder, inputs, progress)
+    """settled: every run the lakehouse holds is checked and computed, and no trace file under
+    `path` was ingested before (`_seen_before`): the runs this job takes in are the only ones
+    its checks and pipeline need to look at."""
+    report, infra = ingest_inputs(lakehouse, path, is_folder, inputs, progress, settled=settled)
     lakehouse.commit_behind(lakehouse.pending())  # bronze is complete: committed meanwhile
     ingested = Ingested(
-        traces=report["files"] > 0, infrastructure=infra["log_files"] + infra["zk_files"] > 0
+        traces=report["files"] > 0,
+        infrastructure=infra["log_files"] + infra["zk_files"] > 0,
+        runs=tuple(report["runs"]) if settled else None,
     )
     refresh_gold(lakehouse, config, progress=progress, ingested=ingested)
 
@@ -199,8 +209,15 @@ def _analyze(
         now = lakehouse.versions(TABLES)
         if (alone and not config.alerts.sinks) if deferred else now == before:
             listed = inputs.local_paths() if is_folder else None
-            receipt.write_receipt(config, path, now, result, listed)
+            receipt.write_receipt(config, path, now, result, listed, settles=deferred)
     return result
+
+
+def _seen_before(lakehouse: Lakehouse, inputs: Inputs) -> bool:
+    """Whether the manifest may hold one of the trace files listed (by its files' statistics,
+    without Spark): a file ingested again replaces rows of runs it may no longer hold."""
+    paths = [f.path for f in inputs.traces]
+    return bool(paths) and lakehouse.may_hold("ingested_files", [{"path": paths}])
 
 
 def _input_paths(

@@ -30,6 +30,7 @@ def ingest_traces(
     progress: Progress | None = None,
     listed: list[FileStat] | None = None,
     table_checks: bool = True,
+    settled: bool = False,
 ) -> IngestReport:
     """Ingest every new trace file under `path` (ingest/traces.py), then (with
     `table_checks`) run the table-level checks of the runs it touched and of any run left
@@ -39,12 +40,16 @@ def ingest_traces(
     table_checks: False leaves the runs' table-level checks to a later call of
     `check_stale_runs` (a `watch` micro-batch: a run still being written is judged whole once
     it has ended); the report's runs are then those the ingest touched.
+    settled: every run the lakehouse held before this ingest is checked (jobs/receipt.py
+    `settled`) and none of these files was ingested before: only the runs it takes in can
+    lack their checks, and the bookkeeping tables are not read to find others.
     """
     report = traces.ingest_traces(lakehouse, path, ROW_GATE, progress, listed)
     if not table_checks:
         return report
     # an ingest killed after its last manifest write but before the checks left runs unchecked
-    runs = sorted(set(report.runs) | set(runs_with_stale_checks(lakehouse)))
+    stale = [] if settled else runs_with_stale_checks(lakehouse)
+    runs = sorted(set(report.runs) | set(stale))
     _check(lakehouse, runs, progress)
     return replace(report, runs=runs)
 
@@ -99,18 +104,19 @@ def ingest_inputs(
     inputs: Inputs,
     progress: Progress | None = None,
     table_checks: bool = True,
+    settled: bool = False,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """Everything under `path` into bronze: the traces (with their checks) beside the logs
     and ZooKeeper captures; (the trace report as a dict, the infrastructure counts).
 
     is_folder, inputs: `path`'s listing (`list_inputs`); a single file is a trace.
-    table_checks: see `ingest_traces`.
+    table_checks, settled: see `ingest_traces`.
     """
 
     def traces() -> dict[str, Any]:
         with stage("ingest traces", progress):
             listed = inputs.traces if is_folder else None
-            report = ingest_traces(lakehouse, path, progress, listed, table_checks)
+            report = ingest_traces(lakehouse, path, progress, listed, table_checks, settled)
             return report.as_dict()
 
     def infrastructure() -> dict[str, int]:

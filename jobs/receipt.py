@@ -13,6 +13,13 @@ path would ingest nothing, skip every stage and read back exactly the gold table
 produced the recorded result. The receipt's result is returned with the ingest counts at zero,
 as the Spark path reports them. Anything else (a new or changed file, a moved table version, a
 missing or unreadable receipt, alert sinks configured, a catalog lakehouse) takes the Spark path.
+
+A receipt written by a job whose writes were deferred and committed alone also vouches for the
+runs' bookkeeping (`settled`): at the versions it records, every run the lakehouse held had its
+table-level checks and its silver and gold computed by this code with these settings. While
+`bronze.run_files`, `bronze.check_results` and `silver.run_state` are still at those versions,
+the next `analyze` of files never ingested before knows which runs can lack either without
+reading those tables whole: the ones it takes in.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ FORMAT = 2
 PACKAGES = ("pulsar_audit", "ingest", "checks", "pipelines", "models", "serve", "jobs")
 NO_INGEST = {"files": 0, "records": 0, "accepted": 0, "quarantined": 0}
 NO_INFRA = {"log_files": 0, "log_lines": 0, "zk_files": 0, "zk_records": 0}
+# The tables that say which runs are checked and computed (see `settled`).
+BOOKKEEPING = ("run_files", "check_results", "run_state")
 
 
 def applies(config: Config) -> bool:
@@ -90,13 +99,8 @@ def _decode(obj: dict[str, Any]) -> Any:
     return obj
 
 
-def recorded_result(
-    config: Config, path: str | Path, files: list[Path] | None = None
-) -> dict[str, Any] | None:
-    """The result of the last analyze, if a rerun on `path` now would compute exactly it.
-
-    files: `path`'s input files as the pre-flight found them (else listed here).
-    """
+def _read(config: Config) -> dict[str, Any] | None:
+    """The receipt, if this code with these settings wrote it (else None)."""
     if not applies(config):
         return None
     try:
@@ -110,6 +114,33 @@ def recorded_result(
         return None
     if receipt.get("settings") != settings(config):
         log.info("receipt: the pipeline settings changed since it was written")
+        return None
+    return receipt
+
+
+def settled(config: Config) -> bool:
+    """Whether every run the lakehouse holds has its table-level checks and its silver and
+    gold computed by this code with these settings: the last complete `analyze` (deferred,
+    committed alone) left them so, and nothing has written the runs' bookkeeping since.
+
+    Then a job that takes in only files never ingested before changes only the runs of those
+    files; call it before the job writes anything."""
+    receipt = _read(config)
+    if receipt is None or receipt.get("settles") is not True:
+        return False
+    now = local_versions(config, BOOKKEEPING)
+    return all(receipt.get("versions", {}).get(t) == now[t] for t in BOOKKEEPING)
+
+
+def recorded_result(
+    config: Config, path: str | Path, files: list[Path] | None = None
+) -> dict[str, Any] | None:
+    """The result of the last analyze, if a rerun on `path` now would compute exactly it.
+
+    files: `path`'s input files as the pre-flight found them (else listed here).
+    """
+    receipt = _read(config)
+    if receipt is None:
         return None
     now = local_versions(config, TABLES)
     moved = sorted(t for t in now if receipt.get("versions", {}).get(t) != now[t])
@@ -140,10 +171,13 @@ def write_receipt(
     versions: dict[str, int],
     result: dict[str, Any],
     files: list[Path] | None = None,
+    settles: bool = False,
 ) -> None:
     """Record `result`, computed with the lakehouse at `versions`, for `path`'s inputs.
 
     files: the input files under `path` as the job listed them (else listed here).
+    settles: the job's writes were deferred and committed alone, so every run is checked and
+    computed at `versions` (see `settled`).
     Written to a temporary file and renamed: a reader sees the old receipt or the new one.
     """
     files = local_input_files(path) if files is None else files
@@ -154,6 +188,7 @@ def write_receipt(
         "code": code_fingerprint(),
         "settings": settings(config),
         "versions": versions,
+        "settles": settles,
         "files": hashes(files),
         "result": {k: v for k, v in result.items() if k not in ("ingest", "infra", "recognized")},
     }

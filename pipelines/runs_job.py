@@ -39,22 +39,32 @@ def read_bronze(lakehouse: Lakehouse) -> Bronze:
     return Bronze(*(lakehouse.read(table) for table in BRONZE_TABLES))
 
 
-def input_fingerprints(lakehouse: Lakehouse, pipeline: PipelineConfig) -> dict[str, str]:
+def input_fingerprints(
+    lakehouse: Lakehouse, pipeline: PipelineConfig, runs: list[str] | None = None
+) -> dict[str, str]:
     """run_id → a hash of what the run's silver and gold are computed from.
 
     The rows each ingested file gave each table for the run (with the ingest that wrote
     them), the ingests of its table-level checks, and the pipeline's settings. Both tables
     are small (files × runs, checks × runs): nothing per message is read.
+
+    runs: only these runs' (their rows alone are read; None: every run's).
     """
     settings = f"v{PIPELINE_VERSION};{pipeline.outage_threshold_ms};{pipeline.backoff_ladder_ms}"
+    if runs is not None and not runs:
+        return {}
+
+    def rows(table: str) -> DataFrame:
+        if runs is None:
+            return lakehouse.read(table)
+        return lakehouse.read_matching(table, {"run_id": runs})
+
     parts: dict[str, list[str]] = {}
-    files = lakehouse.read("run_files").select(
-        "run_id", "table", "source_file", "ingest_id", "rows"
-    )
+    files = rows("run_files").select("run_id", "table", "source_file", "ingest_id", "rows")
     for r in files.collect():
         parts.setdefault(r.run_id, []).append(f"{r.table}:{r.source_file}:{r.ingest_id}:{r.rows}")
     checks = (
-        lakehouse.read("check_results")
+        rows("check_results")
         .filter(F.col("level") == "table")
         .select("run_id", "ingest_id")
         .distinct()
@@ -64,6 +74,22 @@ def input_fingerprints(lakehouse: Lakehouse, pipeline: PipelineConfig) -> dict[s
     return {
         run: hashlib.sha256(";".join([settings, *sorted(p)]).encode()).hexdigest()
         for run, p in parts.items()
+    }
+
+
+def _state(lakehouse: Lakehouse, runs: list[str] | None) -> dict[str, str]:
+    """run_id → the fingerprint the run was last computed from (silver.run_state), of `runs`
+    (None: every run)."""
+    if runs is not None and not runs:
+        return {}
+    state = (
+        lakehouse.read("run_state")
+        if runs is None
+        else lakehouse.read_matching("run_state", {"run_id": runs})
+    )
+    return {
+        r["run_id"]: r["input_fingerprint"]
+        for r in state.select("run_id", "input_fingerprint").collect()
     }
 
 
@@ -77,15 +103,18 @@ def run_pipeline(
     config: Config,
     run_ids: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    scope: list[str] | None = None,
 ) -> list[str]:
     """Recompute silver and gold for runs whose bronze changed; return those run_ids.
 
     run_ids: recompute exactly these runs, changed or not.
+    scope: the only runs whose bronze can have changed (a job that took in only new files
+    into a lakehouse whose other runs are computed: jobs/receipt.py `settled`); only their
+    bookkeeping rows are read. None: every run's.
     """
     say = progress or (lambda _: None)
-    current = input_fingerprints(lakehouse, config.pipeline)
-    state = lakehouse.read("run_state").select("run_id", "input_fingerprint").collect()
-    previous = {r["run_id"]: r["input_fingerprint"] for r in state}
+    current = input_fingerprints(lakehouse, config.pipeline, scope)
+    previous = _state(lakehouse, scope)
     runs = sorted(set(run_ids)) if run_ids is not None else changed_runs(current, previous)
     if not runs:
         log.info("pipeline: no run changed since the last computation")

@@ -42,7 +42,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column
+from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column, match_filter
 from pulsar_audit.delta_log import local_table_state
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.spark import (
@@ -186,7 +186,7 @@ class DeferredLakehouse(Lakehouse):
             writes = list(entry.writes)
         if writes and (_replaced(writes, match) or self._base_lacks(table, entry, writes, match)):
             empty = local_frame(self.spark, [], self.spec(table).schema)
-            return _apply(empty, writes).filter(match_column(match))
+            return _apply(empty, writes).filter(match_filter(match))
         return super().read_matching(table, match)
 
     def _base_lacks(self, table: str, entry: _Table, writes: list[_Write], match: Match) -> bool:

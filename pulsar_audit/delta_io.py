@@ -245,7 +245,7 @@ class Lakehouse:
         """The rows of `table` that `match` selects (as a replace's match: every column's
         value among the listed ones). A deferred job answers it without the table when its
         pending writes replace all such rows (pulsar_audit/deferred.py)."""
-        return self.read(table).filter(match_column(match))
+        return self.read(table).filter(match_filter(match))
 
     def version(self, table: str) -> int:
         self.create(table)
@@ -519,12 +519,23 @@ def match_predicate(match: Match) -> str:
     )
 
 
-def match_column(match: Match) -> Column:
-    """The same match as a Column: true for the rows a replace removes (null counts as not)."""
-    condition = F.lit(True)
+def match_filter(match: Match) -> Column:
+    """The same match as a filter: the rows a replace removes (a null value matches nothing).
+
+    Plain `IN`s, ANDed: Delta skips the files whose statistics rule them out and Parquet
+    skips row groups (a `coalesce` around it, as `match_column`, hides it from both: every
+    file of the table is read)."""
+    condition = None
     for column, values in match.items():
-        condition = condition & F.col(column).isin(sorted(set(values)))
-    return F.coalesce(condition, F.lit(False))
+        clause = F.col(column).isin(sorted(set(values)))
+        condition = clause if condition is None else condition & clause
+    return F.lit(True) if condition is None else condition
+
+
+def match_column(match: Match) -> Column:
+    """The same match as a Column that is never null: true for the rows a replace removes,
+    false for the others (null counts as not), so that its negation keeps the others."""
+    return F.coalesce(match_filter(match), F.lit(False))
 
 
 def sql_string_literal(value: str) -> str:

@@ -18,8 +18,7 @@ def quarantined_in(lakehouse: Lakehouse, source_files: list[str]) -> dict[str, i
     if not source_files:
         return {"records": 0, "files": 0}
     counts = (
-        lakehouse.read("quarantine")
-        .filter(F.col("source_file").isin(source_files))
+        lakehouse.read_matching("quarantine", {"source_file": source_files})
         .agg(
             F.count(F.lit(1)).alias("records"),
             F.countDistinct("source_file").alias("files"),

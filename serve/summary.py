@@ -57,9 +57,12 @@ def _rows(
     order: tuple[str, ...],
     run_ids: list[str] | None,
 ) -> list[dict[str, Any]]:
-    df = lakehouse.read(table)
-    if run_ids is not None:
-        df = df.filter(F.col("run_id").isin(run_ids))
+    # a job's own runs are read from what it wrote when the committed files cannot hold them
+    df = (
+        lakehouse.read(table)
+        if run_ids is None
+        else lakehouse.read_matching(table, {"run_id": run_ids})
+    )
     return [row.asDict(recursive=True) for row in df.select(*fields).orderBy(*order).collect()]
 
 

@@ -12,6 +12,8 @@ import pytest
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.delta_log import local_table_state
+from pulsar_audit.local_frames import local_frame
+from pulsar_audit.schemas import QUARANTINE
 
 AT = datetime(2026, 1, 1)
 
@@ -238,6 +240,41 @@ def test_rows_the_committed_statistics_rule_out_are_read_without_the_table(spark
         ("r5", "y"),
         ("s5", "x"),
     ]
+    job.release()
+
+
+def files_read(df) -> int:
+    """How many files the table scans of `df` read (collected first: a scan's own count)."""
+    df.collect()
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        plan = plan.finalPhysicalPlan()
+    scans = plan.collectLeaves()
+    counts = [scans.apply(i).metrics().get("numFiles") for i in range(scans.size())]
+    return sum(c.get().value() for c in counts if c.isDefined())
+
+
+def refused(spark, run_id: str | None, line: int, file: str = "/t.jsonl"):
+    """One bronze.quarantine row (its run_id may be null: a record without one)."""
+    row = ("producer_events", run_id, file, line, "{}", "bad", "trace_format", "i1")
+    return local_frame(spark, [(*row, datetime(2026, 1, 1))], QUARANTINE)
+
+
+def test_matching_rows_are_read_from_the_files_that_may_hold_them(spark, plain: Lakehouse):
+    # three commits, one file each: only r2's file holds r2 (its statistics rule out the
+    # others). quarantine.run_id may be null: the match must still reach the file skipping.
+    for line, run in enumerate(["r1", "r2", "r3"], 1):
+        plain.append("quarantine", refused(spark, run, line))
+    assert files_read(plain.read("quarantine")) == 3
+    assert files_read(plain.read_matching("quarantine", {"run_id": ["r2"]})) == 1
+    # a deferred job's pending rows over the committed table: the committed part as well
+    job = DeferredLakehouse(plain)
+    job.replace_where(
+        "quarantine", refused(spark, None, 4, "/u.jsonl"), {"source_file": ["/u.jsonl"]}
+    )
+    assert files_read(job.read_matching("quarantine", {"run_id": ["r2"]})) == 1
+    matched = job.read_matching("quarantine", {"run_id": ["r2", "r3"]})
+    assert sorted(r.line_number for r in matched.collect()) == [2, 3]
     job.release()
 
 

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
+import jobs.ingest
 from jobs.analyze import analyze
-from jobs.receipt import RECEIPT, recorded_result
+from jobs.receipt import RECEIPT, recorded_result, settled
+from pipelines.runs_job import input_fingerprints
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.output import print_json
@@ -151,3 +154,70 @@ def test_the_cli_rerun_needs_no_jvm(analyzed: Analyzed):
     again = json.loads(done.stdout)
     assert again["runs"] == first["runs"] and again["anomalies"] == first["anomalies"]
     assert again["ingest"]["files"] == 0
+
+
+def _new_run(root: Path, run: str) -> Path:
+    """A folder with one trace file of `run` (run-a's events under another run id)."""
+    folder = root / f"new-{run}"
+    folder.mkdir()
+    text = (FIXTURES / "traces" / "run-a.jsonl").read_text().replace("run-a", run)
+    (folder / f"{run}.jsonl").write_text(text)
+    return folder
+
+
+def _fingerprints(lakehouse: Lakehouse) -> list[tuple[str, str]]:
+    rows = lakehouse.read("run_state").select("run_id", "input_fingerprint").collect()
+    return sorted((r.run_id, r.input_fingerprint) for r in rows)
+
+
+def test_new_files_into_a_settled_lakehouse_are_looked_at_alone(
+    spark, analyzed: Analyzed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The last analyze left every run checked and computed: a new folder's job checks and
+    computes its own runs without reading every run's bookkeeping, and gives what the job
+    that reads it all gives."""
+    config = analyzed.config
+    assert settled(config)
+    new = _new_run(tmp_path, "run-b")  # a path the manifest's statistics rule out
+    full_config = load_config("local", lakehouse=str(tmp_path / "full"))
+    shutil.copytree(config.lakehouse_path, full_config.lakehouse_path)
+    (full_config.lakehouse_path / RECEIPT).unlink()  # nothing vouches for its runs
+    assert not settled(full_config)
+    looked: list[str] = []
+    every_run = jobs.ingest.runs_with_stale_checks
+
+    def spy(lakehouse: Lakehouse) -> list[str]:
+        looked.append(str(lakehouse.config.lakehouse_path))
+        return every_run(lakehouse)
+
+    monkeypatch.setattr(jobs.ingest, "runs_with_stale_checks", spy)
+    full = analyze(Lakehouse(spark, full_config), full_config, new)
+    assert looked == [str(full_config.lakehouse_path)]
+    quick = analyze(analyzed.lakehouse, config, new)
+    assert looked == [str(full_config.lakehouse_path)]  # the settled job did not look
+    assert quick == full
+    assert [r["run_id"] for r in quick["runs"]] == ["run-b"] and quick["other_runs"] == 1
+    # what it recorded of each run is what a job reading every run's bookkeeping computes: a
+    # later job that cannot take the short way finds nothing changed
+    recorded = dict(_fingerprints(analyzed.lakehouse))
+    assert sorted(recorded) == ["run-a", "run-b"]
+    assert input_fingerprints(analyzed.lakehouse, config.pipeline) == recorded
+    assert settled(config)  # and its own receipt vouches for the next job
+
+
+def test_a_run_another_job_left_unchecked_is_found_by_the_next_analyze(
+    spark, analyzed: Analyzed, tmp_path: Path
+):
+    lakehouse, config = analyzed.lakehouse, analyzed.config
+    assert settled(config)
+    # taken in with its checks left for later (as a watch's micro-batch does)
+    report = jobs.ingest.ingest_traces(lakehouse, _new_run(tmp_path, "run-c"), table_checks=False)
+    assert report.runs == ["run-c"]
+    assert not settled(config)  # the runs' bookkeeping moved since the receipt
+    result = analyze(lakehouse, config, _new_run(tmp_path, "run-d"))
+    assert [r["run_id"] for r in result["runs"]] == ["run-d"]
+    checks = lakehouse.read("check_results").filter(F.col("level") == "table")
+    assert checks.filter(F.col("run_id") == "run-c").count() > 0
+    computed = {r.run_id for r in lakehouse.read("run_summary").select("run_id").collect()}
+    assert computed == {"run-a", "run-c", "run-d"}
+    assert settled(config)
