@@ -178,13 +178,13 @@ class DeferredLakehouse(Lakehouse):
         """Without the table when no committed row `match` selects is left: the pending
         writes replace every such row (a micro-batch's bronze rows of its own files, just
         ingested), or the statistics of the version the job began from rule every such row
-        out (the rows of runs this job takes in for the first time) and the pending writes
-        only replace and append. Then from the pending frames alone: no Delta snapshot, no
-        file-filtering job, no scan of the committed version."""
+        out (the rows of runs this job takes in for the first time) and the pending writes,
+        if any, only replace and append. Then from the pending frames alone (none: no row):
+        no Delta snapshot, no file-filtering job, no scan of the committed version."""
         entry = self._table(table)
         with self._guard:
             writes = list(entry.writes)
-        if writes and (_replaced(writes, match) or self._base_lacks(table, entry, writes, match)):
+        if (writes and _replaced(writes, match)) or self._base_lacks(table, entry, writes, match):
             empty = local_frame(self.spark, [], self.spec(table).schema)
             return _apply(empty, writes).filter(match_filter(match))
         return super().read_matching(table, match)

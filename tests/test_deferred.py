@@ -226,6 +226,10 @@ def test_rows_a_pending_replace_covers_are_read_without_the_table(spark, plain: 
 def test_rows_the_committed_statistics_rule_out_are_read_without_the_table(spark, plain: Lakehouse):
     plain.replace_runs("run_state", state_rows(spark, [("r1", "a"), ("r9", "z")]), ["r1", "r9"])
     job = DeferredLakehouse(plain)
+    # nothing pending yet: a run the file's statistics rule out has no row, read without it
+    untouched = job.read_matching("run_state", {"run_id": ["s5"]})
+    assert content(untouched) == [] and table_scans(untouched) == 0
+    assert content(job.read_matching("run_state", {"run_id": ["r9"]})) == [("r9", "z")]
     job.append("run_state", state_rows(spark, [("s5", "x"), ("r5", "y")]))  # replaces nothing
 
     new_run = job.read_matching("run_state", {"run_id": ["s5"]})
