@@ -145,12 +145,19 @@ def analyze(
     with stage("create tables", progress):
         lakehouse.create_all()
     if not defers(lakehouse, local_input_bytes(str(path))):
-        return _analyze(lakehouse, config, path, is_folder, inputs, progress)
+        start = receipt.job_start(config)
+        return _analyze(lakehouse, config, path, is_folder, inputs, progress, start)
     job = DeferredLakehouse(lakehouse)
     try:
         with lakehouse.exclusive("ingest"):
-            settled = is_folder and receipt.settled(config) and not _seen_before(job, inputs)
-            return _analyze(job, config, path, is_folder, inputs, progress, settled)
+            start = receipt.job_start(config)
+            settled = (
+                is_folder
+                and start is not None
+                and receipt.settled(config, start)
+                and not _seen_before(job, inputs)
+            )
+            return _analyze(job, config, path, is_folder, inputs, progress, start, settled)
     finally:
         job.release()
 
@@ -162,9 +169,11 @@ def _analyze(
     is_folder: bool,
     inputs: Inputs,
     progress: Progress | None,
+    start: receipt.JobStart | None = None,
     settled: bool = False,
 ) -> dict[str, Any]:
-    """settled: every run the lakehouse holds is checked and computed, and no trace file under
+    """start: the job's start (`receipt.job_start`), for the receipt it writes.
+    settled: every run the lakehouse holds is checked and computed, and no trace file under
     `path` was ingested before (`_seen_before`): the runs this job takes in are the only ones
     its checks and pipeline need to look at."""
     report, infra = ingest_inputs(lakehouse, path, is_folder, inputs, progress, settled=settled)
@@ -209,7 +218,12 @@ def _analyze(
         now = lakehouse.versions(TABLES)
         if (alone and not config.alerts.sinks) if deferred else now == before:
             listed = inputs.local_paths() if is_folder else None
-            receipt.write_receipt(config, path, now, result, listed, settles=deferred)
+            settles = (
+                deferred
+                and start is not None
+                and start.alone_on_bookkeeping(now, lakehouse.commit_counts(receipt.BOOKKEEPING))
+            )
+            receipt.write_receipt(config, path, now, result, listed, start, settles)
     return result
 
 

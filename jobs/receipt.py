@@ -29,6 +29,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -99,8 +100,9 @@ def _decode(obj: dict[str, Any]) -> Any:
     return obj
 
 
-def _read(config: Config) -> dict[str, Any] | None:
-    """The receipt, if this code with these settings wrote it (else None)."""
+def _read(config: Config, code: str | None = None) -> dict[str, Any] | None:
+    """The receipt, if this code (`code`, else the package's now) with these settings wrote
+    it (else None)."""
     if not applies(config):
         return None
     try:
@@ -109,7 +111,7 @@ def _read(config: Config) -> dict[str, Any] | None:
         return None  # no receipt yet, or a torn/foreign file: the Spark path decides
     if receipt.get("format") != FORMAT:
         return None
-    if receipt.get("code") != code_fingerprint():
+    if receipt.get("code") != (code_fingerprint() if code is None else code):
         log.info("receipt: the code changed since it was written")
         return None
     if receipt.get("settings") != settings(config):
@@ -118,18 +120,39 @@ def _read(config: Config) -> dict[str, Any] | None:
     return receipt
 
 
-def settled(config: Config) -> bool:
+@dataclass(frozen=True)
+class JobStart:
+    """What an `analyze` saw as it began (a deferred one: under the ingest lock), for the
+    receipts it reads and writes: the code it runs and the versions of the runs' bookkeeping.
+    """
+
+    code: str
+    bookkeeping: dict[str, int]
+
+    def alone_on_bookkeeping(self, now: dict[str, int], own: dict[str, int]) -> bool:
+        """Whether the bookkeeping tables moved from the job's start to `now` by the job's
+        own commits (`own`, per table) only: no other job wrote a check or a run's rows."""
+        return all(now[t] - self.bookkeeping[t] == own[t] for t in BOOKKEEPING)
+
+
+def job_start(config: Config) -> JobStart | None:
+    """The start of a job on a lakehouse that keeps receipts (else None)."""
+    if not applies(config):
+        return None
+    return JobStart(code_fingerprint(), local_versions(config, BOOKKEEPING))
+
+
+def settled(config: Config, start: JobStart) -> bool:
     """Whether every run the lakehouse holds has its table-level checks and its silver and
     gold computed by this code with these settings: the last complete `analyze` (deferred,
     committed alone) left them so, and nothing has written the runs' bookkeeping since.
 
     Then a job that takes in only files never ingested before changes only the runs of those
-    files; call it before the job writes anything."""
-    receipt = _read(config)
+    files. start: the job's, taken before it writes anything."""
+    receipt = _read(config, start.code)
     if receipt is None or receipt.get("settles") is not True:
         return False
-    now = local_versions(config, BOOKKEEPING)
-    return all(receipt.get("versions", {}).get(t) == now[t] for t in BOOKKEEPING)
+    return all(receipt.get("versions", {}).get(t) == start.bookkeeping[t] for t in BOOKKEEPING)
 
 
 def recorded_result(
@@ -171,13 +194,16 @@ def write_receipt(
     versions: dict[str, int],
     result: dict[str, Any],
     files: list[Path] | None = None,
+    start: JobStart | None = None,
     settles: bool = False,
 ) -> None:
     """Record `result`, computed with the lakehouse at `versions`, for `path`'s inputs.
 
     files: the input files under `path` as the job listed them (else listed here).
-    settles: the job's writes were deferred and committed alone, so every run is checked and
-    computed at `versions` (see `settled`).
+    start: the job's start (its code is the one recorded; else the package's now).
+    settles: the job's writes were deferred and committed alone, and no other job wrote the
+    bookkeeping meanwhile, so every run is checked and computed at `versions` (see
+    `settled`).
     Written to a temporary file and renamed: a reader sees the old receipt or the new one.
     """
     files = local_input_files(path) if files is None else files
@@ -185,7 +211,7 @@ def write_receipt(
         return
     receipt = {
         "format": FORMAT,
-        "code": code_fingerprint(),
+        "code": start.code if start is not None else code_fingerprint(),
         "settings": settings(config),
         "versions": versions,
         "settles": settles,

@@ -193,6 +193,8 @@ class DeferredLakehouse(Lakehouse):
         """Whether the committed version the job began from holds no row `match` selects,
         by its files' statistics (read without Spark), and `writes` cannot bring one in
         (replaces and appends only: a merge or an update is not reasoned about)."""
+        if not writes:  # nothing pending: the table as committed now, as `read` gives it
+            return not Lakehouse.may_hold(self, table, [match])
         if not _only_replaces_and_appends(writes):
             return False
         if entry.base_empty:

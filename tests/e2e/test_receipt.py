@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 
 import jobs.ingest
 from jobs.analyze import analyze
-from jobs.receipt import RECEIPT, recorded_result, settled
-from pipelines.runs_job import input_fingerprints
+from jobs.receipt import RECEIPT, JobStart, job_start, recorded_result, settled
+from pipelines import runs_job
 from pulsar_audit.config import Config, load_config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.output import print_json
@@ -170,54 +170,110 @@ def _fingerprints(lakehouse: Lakehouse) -> list[tuple[str, str]]:
     return sorted((r.run_id, r.input_fingerprint) for r in rows)
 
 
+class Looks:
+    """Which runs a job looked at: the check for runs left unchecked (every run's bookkeeping
+    read) and the pipeline's fingerprints (None: every run's)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.stale: list[str] = []
+        self.fingerprinted: list[list[str] | None] = []
+        stale, fingerprints = jobs.ingest.runs_with_stale_checks, runs_job.input_fingerprints
+
+        def stale_spy(lakehouse: Lakehouse) -> list[str]:
+            self.stale.append(lakehouse.config.lakehouse_path.name)
+            return stale(lakehouse)
+
+        def fingerprints_spy(lakehouse, pipeline, runs=None):
+            self.fingerprinted.append(runs)
+            return fingerprints(lakehouse, pipeline, runs)
+
+        monkeypatch.setattr(jobs.ingest, "runs_with_stale_checks", stale_spy)
+        monkeypatch.setattr(runs_job, "input_fingerprints", fingerprints_spy)
+
+
+@pytest.mark.parametrize("run", ["run-b", "run-a"])  # a new run; a new file of a run analyzed
 def test_new_files_into_a_settled_lakehouse_are_looked_at_alone(
-    spark, analyzed: Analyzed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark, analyzed: Analyzed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: str
 ):
     """The last analyze left every run checked and computed: a new folder's job checks and
     computes its own runs without reading every run's bookkeeping, and gives what the job
     that reads it all gives."""
     config = analyzed.config
-    assert settled(config)
-    new = _new_run(tmp_path, "run-b")  # a path the manifest's statistics rule out
+    start = job_start(config)
+    assert start is not None and settled(config, start)
+    new = _new_run(tmp_path, run)  # a path the manifest's statistics rule out
     full_config = load_config("local", lakehouse=str(tmp_path / "full"))
     shutil.copytree(config.lakehouse_path, full_config.lakehouse_path)
     (full_config.lakehouse_path / RECEIPT).unlink()  # nothing vouches for its runs
-    assert not settled(full_config)
-    looked: list[str] = []
-    every_run = jobs.ingest.runs_with_stale_checks
-
-    def spy(lakehouse: Lakehouse) -> list[str]:
-        looked.append(str(lakehouse.config.lakehouse_path))
-        return every_run(lakehouse)
-
-    monkeypatch.setattr(jobs.ingest, "runs_with_stale_checks", spy)
+    looks = Looks(monkeypatch)
     full = analyze(Lakehouse(spark, full_config), full_config, new)
-    assert looked == [str(full_config.lakehouse_path)]
+    assert looks.stale == ["full"] and looks.fingerprinted == [None]
     quick = analyze(analyzed.lakehouse, config, new)
-    assert looked == [str(full_config.lakehouse_path)]  # the settled job did not look
+    assert looks.stale == ["full"] and looks.fingerprinted == [None, [run]]
     assert quick == full
-    assert [r["run_id"] for r in quick["runs"]] == ["run-b"] and quick["other_runs"] == 1
+    assert [r["run_id"] for r in quick["runs"]] == [run]
+    assert quick["other_runs"] == (1 if run == "run-b" else 0)
     # what it recorded of each run is what a job reading every run's bookkeeping computes: a
     # later job that cannot take the short way finds nothing changed
     recorded = dict(_fingerprints(analyzed.lakehouse))
-    assert sorted(recorded) == ["run-a", "run-b"]
-    assert input_fingerprints(analyzed.lakehouse, config.pipeline) == recorded
-    assert settled(config)  # and its own receipt vouches for the next job
+    assert sorted(recorded) == sorted({"run-a", run})
+    assert runs_job.input_fingerprints(analyzed.lakehouse, config.pipeline) == recorded
+    assert settled(config, job_start(config))  # and its own receipt vouches for the next job
+
+
+def test_a_file_analyzed_before_with_new_content_takes_the_full_look(
+    analyzed: Analyzed, monkeypatch: pytest.MonkeyPatch
+):
+    """A file ingested again replaces rows of runs it may no longer hold."""
+    lakehouse, config, folder = analyzed.lakehouse, analyzed.config, analyzed.folder
+    trace = folder / "run-a.jsonl"
+    trace.write_text(trace.read_text().replace("run-a", "run-e"))
+    looks = Looks(monkeypatch)
+    result = analyze(lakehouse, config, folder)
+    assert looks.stale == [config.lakehouse_path.name] and looks.fingerprinted == [None]
+    assert [r["run_id"] for r in result["runs"]] == ["run-e"]
+    computed = {r.run_id for r in lakehouse.read("run_summary").select("run_id").collect()}
+    assert computed == {"run-e"}  # run-a's rows left bronze with the file's old content
+
+
+def test_only_a_receipt_that_settles_vouches_for_the_runs(analyzed: Analyzed):
+    config = analyzed.config
+    start = job_start(config)
+    assert start is not None and settled(config, start)
+    path = config.lakehouse_path / RECEIPT
+    written = json.loads(path.read_text())
+    for settles in ({"settles": False}, {}):  # the job was not deferred; an older receipt
+        path.write_text(
+            json.dumps({**{k: v for k, v in written.items() if k != "settles"}, **settles})
+        )
+        assert not settled(config, start)
+    path.write_text(json.dumps(written))
+    assert not settled(config, replace(start, code="other code"))
+    moved = {**start.bookkeeping, "run_state": start.bookkeeping["run_state"] + 1}
+    assert not settled(config, replace(start, bookkeeping=moved))
+
+
+def test_a_job_is_alone_on_the_bookkeeping_when_its_commits_explain_every_version():
+    start = JobStart("code", {"run_files": 3, "check_results": 5, "run_state": 2})
+    own = {"run_files": 1, "check_results": 2, "run_state": 1}
+    assert start.alone_on_bookkeeping({"run_files": 4, "check_results": 7, "run_state": 3}, own)
+    # a check another job committed meanwhile (the `ingest` command's, a watch's)
+    assert not start.alone_on_bookkeeping({"run_files": 4, "check_results": 8, "run_state": 3}, own)
 
 
 def test_a_run_another_job_left_unchecked_is_found_by_the_next_analyze(
     spark, analyzed: Analyzed, tmp_path: Path
 ):
     lakehouse, config = analyzed.lakehouse, analyzed.config
-    assert settled(config)
+    assert settled(config, job_start(config))
     # taken in with its checks left for later (as a watch's micro-batch does)
     report = jobs.ingest.ingest_traces(lakehouse, _new_run(tmp_path, "run-c"), table_checks=False)
     assert report.runs == ["run-c"]
-    assert not settled(config)  # the runs' bookkeeping moved since the receipt
+    assert not settled(config, job_start(config))  # the bookkeeping moved since the receipt
     result = analyze(lakehouse, config, _new_run(tmp_path, "run-d"))
     assert [r["run_id"] for r in result["runs"]] == ["run-d"]
     checks = lakehouse.read("check_results").filter(F.col("level") == "table")
     assert checks.filter(F.col("run_id") == "run-c").count() > 0
     computed = {r.run_id for r in lakehouse.read("run_summary").select("run_id").collect()}
     assert computed == {"run-a", "run-c", "run-d"}
-    assert settled(config)
+    assert settled(config, job_start(config))
