@@ -37,7 +37,7 @@ def ended_runs(lakehouse: Lakehouse, runs: list[str]) -> list[str]:
     """Those of `runs` whose every traced consumer has written its `end` event (in bronze)."""
     if not runs:
         return []
-    bronze = read_bronze(lakehouse).for_runs(runs)
+    bronze = read_bronze(lakehouse, runs)
     done = live.ended_runs(subscriptions(bronze.consumer_events, bronze.producer_events))
     return sorted(row["run_id"] for row in done.collect())
 

@@ -29,13 +29,6 @@ class Bronze:
     run_events: DataFrame
     check_results: DataFrame
 
-    def for_runs(self, run_ids: list[str]) -> Bronze:
-        """Only the rows of `run_ids`."""
-        return Bronze(*(df.filter(df["run_id"].isin(run_ids)) for df in self.tables()))
-
-    def tables(self) -> tuple[DataFrame, ...]:
-        return (self.producer_events, self.consumer_events, self.run_events, self.check_results)
-
 
 @dataclass(frozen=True)
 class Silver:

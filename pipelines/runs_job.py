@@ -34,9 +34,13 @@ PIPELINE_VERSION = "2"
 BRONZE_TABLES = ("producer_events", "consumer_events", "run_events", "check_results")
 
 
-def read_bronze(lakehouse: Lakehouse) -> Bronze:
-    """The bronze tables the pipeline reads, as they are now."""
-    return Bronze(*(lakehouse.read(table) for table in BRONZE_TABLES))
+def read_bronze(lakehouse: Lakehouse, runs: list[str] | None = None) -> Bronze:
+    """The bronze tables the pipeline reads, as they are now: `runs`' rows (None: every run's),
+    read where they can be (`Lakehouse.read_matching`: a job's own rows without the committed
+    table when its files cannot hold them)."""
+    if runs is None:
+        return Bronze(*(lakehouse.read(table) for table in BRONZE_TABLES))
+    return Bronze(*(lakehouse.read_matching(table, {"run_id": runs}) for table in BRONZE_TABLES))
 
 
 def input_fingerprints(
@@ -120,7 +124,7 @@ def run_pipeline(
         log.info("pipeline: no run changed since the last computation")
         return []
     log.info("pipeline: recomputing %d run(s): %s", len(runs), ", ".join(runs))
-    scoped = read_bronze(lakehouse).for_runs(runs)
+    scoped = read_bronze(lakehouse, runs)
     events = Bronze(
         scoped.producer_events.persist(StorageLevel.MEMORY_AND_DISK),
         scoped.consumer_events.persist(StorageLevel.MEMORY_AND_DISK),
