@@ -19,7 +19,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import jobs.ingest
-from jobs.analyze import analyze
+from ingest.inputs import list_inputs
+from jobs.analyze import _seen_before, analyze
 from jobs.receipt import RECEIPT, JobStart, job_start, recorded_result, settled
 from pipelines import runs_job
 from pulsar_audit.config import Config, load_config
@@ -156,12 +157,14 @@ def test_the_cli_rerun_needs_no_jvm(analyzed: Analyzed):
     assert again["ingest"]["files"] == 0
 
 
-def _new_run(root: Path, run: str) -> Path:
-    """A folder with one trace file of `run` (run-a's events under another run id)."""
-    folder = root / f"new-{run}"
+def _new_runs(root: Path, *runs: str) -> Path:
+    """A new folder with one trace file per run of `runs` (run-a's events under that run id;
+    for run-a itself, a second file of the run analyzed first)."""
+    folder = root / f"new-{'-'.join(runs)}"
     folder.mkdir()
-    text = (FIXTURES / "traces" / "run-a.jsonl").read_text().replace("run-a", run)
-    (folder / f"{run}.jsonl").write_text(text)
+    text = (FIXTURES / "traces" / "run-a.jsonl").read_text()
+    for run in runs:
+        (folder / f"{run}-new.jsonl").write_text(text.replace("run-a", run))
     return folder
 
 
@@ -191,17 +194,16 @@ class Looks:
         monkeypatch.setattr(runs_job, "input_fingerprints", fingerprints_spy)
 
 
-@pytest.mark.parametrize("run", ["run-b", "run-a"])  # a new run; a new file of a run analyzed
 def test_new_files_into_a_settled_lakehouse_are_looked_at_alone(
-    spark, analyzed: Analyzed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: str
+    spark, analyzed: Analyzed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """The last analyze left every run checked and computed: a new folder's job checks and
-    computes its own runs without reading every run's bookkeeping, and gives what the job
-    that reads it all gives."""
+    computes its own runs (a new one, and one it adds a file to) without reading every run's
+    bookkeeping, and gives what the job that reads it all gives."""
     config = analyzed.config
     start = job_start(config)
     assert start is not None and settled(config, start)
-    new = _new_run(tmp_path, run)  # a path the manifest's statistics rule out
+    new = _new_runs(tmp_path, "run-a", "run-b")  # paths the manifest's statistics rule out
     full_config = load_config("local", lakehouse=str(tmp_path / "full"))
     shutil.copytree(config.lakehouse_path, full_config.lakehouse_path)
     (full_config.lakehouse_path / RECEIPT).unlink()  # nothing vouches for its runs
@@ -209,31 +211,25 @@ def test_new_files_into_a_settled_lakehouse_are_looked_at_alone(
     full = analyze(Lakehouse(spark, full_config), full_config, new)
     assert looks.stale == ["full"] and looks.fingerprinted == [None]
     quick = analyze(analyzed.lakehouse, config, new)
-    assert looks.stale == ["full"] and looks.fingerprinted == [None, [run]]
+    assert looks.stale == ["full"] and looks.fingerprinted == [None, ["run-a", "run-b"]]
     assert quick == full
-    assert [r["run_id"] for r in quick["runs"]] == [run]
-    assert quick["other_runs"] == (1 if run == "run-b" else 0)
+    assert [r["run_id"] for r in quick["runs"]] == ["run-a", "run-b"]
     # what it recorded of each run is what a job reading every run's bookkeeping computes: a
     # later job that cannot take the short way finds nothing changed
     recorded = dict(_fingerprints(analyzed.lakehouse))
-    assert sorted(recorded) == sorted({"run-a", run})
+    assert sorted(recorded) == ["run-a", "run-b"]
     assert runs_job.input_fingerprints(analyzed.lakehouse, config.pipeline) == recorded
     assert settled(config, job_start(config))  # and its own receipt vouches for the next job
 
 
-def test_a_file_analyzed_before_with_new_content_takes_the_full_look(
-    analyzed: Analyzed, monkeypatch: pytest.MonkeyPatch
-):
-    """A file ingested again replaces rows of runs it may no longer hold."""
-    lakehouse, config, folder = analyzed.lakehouse, analyzed.config, analyzed.folder
-    trace = folder / "run-a.jsonl"
-    trace.write_text(trace.read_text().replace("run-a", "run-e"))
-    looks = Looks(monkeypatch)
-    result = analyze(lakehouse, config, folder)
-    assert looks.stale == [config.lakehouse_path.name] and looks.fingerprinted == [None]
-    assert [r["run_id"] for r in result["runs"]] == ["run-e"]
-    computed = {r.run_id for r in lakehouse.read("run_summary").select("run_id").collect()}
-    assert computed == {"run-e"}  # run-a's rows left bronze with the file's old content
+def test_a_folder_analyzed_before_is_not_looked_at_alone(analyzed: Analyzed, tmp_path: Path):
+    """A file ingested again (new content, same path) replaces rows of runs it may no longer
+    hold: only folders none of whose trace files the manifest may hold take the short way."""
+    lakehouse = analyzed.lakehouse
+    _, inputs = list_inputs(lakehouse, analyzed.folder)
+    assert _seen_before(lakehouse, inputs)
+    _, new = list_inputs(lakehouse, _new_runs(tmp_path, "run-b"))
+    assert not _seen_before(lakehouse, new)
 
 
 def test_only_a_receipt_that_settles_vouches_for_the_runs(analyzed: Analyzed):
@@ -267,10 +263,10 @@ def test_a_run_another_job_left_unchecked_is_found_by_the_next_analyze(
     lakehouse, config = analyzed.lakehouse, analyzed.config
     assert settled(config, job_start(config))
     # taken in with its checks left for later (as a watch's micro-batch does)
-    report = jobs.ingest.ingest_traces(lakehouse, _new_run(tmp_path, "run-c"), table_checks=False)
+    report = jobs.ingest.ingest_traces(lakehouse, _new_runs(tmp_path, "run-c"), table_checks=False)
     assert report.runs == ["run-c"]
     assert not settled(config, job_start(config))  # the bookkeeping moved since the receipt
-    result = analyze(lakehouse, config, _new_run(tmp_path, "run-d"))
+    result = analyze(lakehouse, config, _new_runs(tmp_path, "run-d"))
     assert [r["run_id"] for r in result["runs"]] == ["run-d"]
     checks = lakehouse.read("check_results").filter(F.col("level") == "table")
     assert checks.filter(F.col("run_id") == "run-c").count() > 0
