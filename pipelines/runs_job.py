@@ -38,9 +38,7 @@ def read_bronze(lakehouse: Lakehouse, runs: list[str] | None = None) -> Bronze:
     """The bronze tables the pipeline reads, as they are now: `runs`' rows (None: every run's),
     read where they can be (`Lakehouse.read_matching`: a job's own rows without the committed
     table when its files cannot hold them)."""
-    if runs is None:
-        return Bronze(*(lakehouse.read(table) for table in BRONZE_TABLES))
-    return Bronze(*(lakehouse.read_matching(table, {"run_id": runs}) for table in BRONZE_TABLES))
+    return Bronze(*(lakehouse.read_runs(table, runs) for table in BRONZE_TABLES))
 
 
 def input_fingerprints(
@@ -58,17 +56,14 @@ def input_fingerprints(
     if runs is not None and not runs:
         return {}
 
-    def rows(table: str) -> DataFrame:
-        if runs is None:
-            return lakehouse.read(table)
-        return lakehouse.read_matching(table, {"run_id": runs})
-
     parts: dict[str, list[str]] = {}
-    files = rows("run_files").select("run_id", "table", "source_file", "ingest_id", "rows")
+    files = lakehouse.read_runs("run_files", runs).select(
+        "run_id", "table", "source_file", "ingest_id", "rows"
+    )
     for r in files.collect():
         parts.setdefault(r.run_id, []).append(f"{r.table}:{r.source_file}:{r.ingest_id}:{r.rows}")
     checks = (
-        rows("check_results")
+        lakehouse.read_runs("check_results", runs)
         .filter(F.col("level") == "table")
         .select("run_id", "ingest_id")
         .distinct()
@@ -86,11 +81,7 @@ def _state(lakehouse: Lakehouse, runs: list[str] | None) -> dict[str, str]:
     (None: every run)."""
     if runs is not None and not runs:
         return {}
-    state = (
-        lakehouse.read("run_state")
-        if runs is None
-        else lakehouse.read_matching("run_state", {"run_id": runs})
-    )
+    state = lakehouse.read_runs("run_state", runs)
     return {
         r["run_id"]: r["input_fingerprint"]
         for r in state.select("run_id", "input_fingerprint").collect()

@@ -247,6 +247,10 @@ class Lakehouse:
         pending writes replace all such rows (pulsar_audit/deferred.py)."""
         return self.read(table).filter(match_filter(match))
 
+    def read_runs(self, table: str, runs: list[str] | None = None) -> DataFrame:
+        """`table`'s rows of `runs` (None: every row), through `read_matching`."""
+        return self.read(table) if runs is None else self.read_matching(table, {"run_id": runs})
+
     def version(self, table: str) -> int:
         self.create(table)
         return int(self._delta(table).history(1).select("version").first()[0])

@@ -58,11 +58,7 @@ def _rows(
     run_ids: list[str] | None,
 ) -> list[dict[str, Any]]:
     # a job's own runs are read from what it wrote when the committed files cannot hold them
-    df = (
-        lakehouse.read(table)
-        if run_ids is None
-        else lakehouse.read_matching(table, {"run_id": run_ids})
-    )
+    df = lakehouse.read_runs(table, run_ids)
     return [row.asDict(recursive=True) for row in df.select(*fields).orderBy(*order).collect()]
 
 
