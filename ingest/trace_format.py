@@ -314,17 +314,24 @@ def parse_columnar(
     `parse_records` gives for the same records: typed fields, `extra`, `reason`, `_blank`.
 
     The types are the file's (checked per file by `columnar_problems`); each row is checked
-    for what a type cannot say. `raw` is the row as a JSON object, built only where used.
+    for what a type cannot say. `raw` is the row as read, a struct: `columnar_raw_text` makes it the
+    JSON object that quarantine keeps, for the rows that go there only (a JSON text for every
+    row was most of this parse's cost: session 42).
     """
     return rows.select(
         *position,
-        F.to_json(F.struct(*TRACE_COLUMNAR.names)).alias("raw"),
+        F.struct(*TRACE_COLUMNAR.names).alias("raw"),
         F.lit(False).alias("_blank"),
         *REQUIRED,
         *ALL_OPTIONAL,
         F.coalesce("extra", F.create_map().cast(_EXTRA)).alias("extra"),
         _reasons(_columnar_checks()).alias("reason"),
     )
+
+
+def columnar_raw_text(raw: Column) -> Column:
+    """The text quarantine keeps of a columnar row (`parse_columnar`'s `raw`): a JSON object."""
+    return F.to_json(raw)
 
 
 def columnar_problems(schema: T.StructType) -> list[str]:

@@ -24,6 +24,7 @@ from ingest.trace_format import (
     FORMAT_CHECK,
     ROLE_TABLE,
     columnar_problems,
+    columnar_raw_text,
     parse_columnar,
     parse_records,
     target_table,
@@ -94,8 +95,9 @@ class TraceSource:
                 *[c for c in records.columns if c != "raw"],
                 "_violated",
                 "_bad",
-                # the line's text is kept only where it goes to quarantine
-                F.when(F.col("_bad"), F.col("raw")).alias("raw"),
+                # the line's text is kept (and, for a columnar row, made) only where it goes
+                # to quarantine
+                F.when(F.col("_bad"), self.raw_text(F.col("raw"))).alias("raw"),
                 F.when(F.col("_blank"), None)
                 .when(F.col("_bad"), "quarantine")
                 .otherwise(table)
@@ -104,6 +106,10 @@ class TraceSource:
                 format_ok.alias("_gated"),
             )
         )
+
+    def raw_text(self, raw: Column) -> Column:
+        """What quarantine keeps of a refused record: the line as written."""
+        return raw
 
     def measures(self) -> list[Column]:
         return self.gate.counts(F.col("_gated"))
@@ -173,6 +179,9 @@ class ColumnarTraceSource(TraceSource):
 
     def parse(self, lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
         return parse_columnar(lines, position)
+
+    def raw_text(self, raw: Column) -> Column:
+        return columnar_raw_text(raw)
 
 
 def write_columnar(lines: DataFrame, folder: Path, prefix: str) -> list[Path]:

@@ -78,6 +78,8 @@ GZIP_EXPANSION = 8
 # a Parquet input (the trace's columnar form) counts as the JSON text it stands for: 13-18x
 # its size in the benchmark's traces (10^4: 0.9 MB against 12.1 MB; 10^5: 7.3 against 128)
 PARQUET_EXPANSION = 16
+# HotSpot's limit (bytes of bytecode) for a method it compiles (-XX:+DontCompileHugeMethods)
+JIT_METHOD_LIMIT = 8000
 SMALL_INPUT_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "1",
@@ -251,6 +253,12 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         .config("spark.ui.enabled", "false")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.databricks.delta.snapshotPartitions", "2")
+        # HotSpot does not JIT-compile a method of more than 8,000 bytes of bytecode; Spark
+        # lets generated code grow to 65,535 before it falls back, so a wide projection (the
+        # columnar trace's stage: parse, checks, row rules) ran in the bytecode interpreter.
+        # At this limit Spark splits such a plan instead: the stage of a 10^6-message
+        # columnar trace 62 -> 31 s (docs/performance.md, "Session 42").
+        .config("spark.sql.codegen.hugeMethodLimit", str(JIT_METHOD_LIMIT))
         .config("spark.driver.extraJavaOptions", java_options)
     )
     if config.storage == "path":  # a catalog env keeps its managed tables where Spark says
