@@ -256,8 +256,10 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         # HotSpot does not JIT-compile a method of more than 8,000 bytes of bytecode; Spark
         # lets generated code grow to 65,535 before it falls back, so a wide projection (the
         # columnar trace's stage: parse, checks, row rules) ran in the bytecode interpreter.
-        # At this limit Spark splits such a plan instead: the stage of a 10^6-message
-        # columnar trace 62 -> 31 s (docs/performance.md, "Session 42").
+        # At this limit Spark gives up whole-stage code for such a part of a plan and runs
+        # its operators one by one (each with its own generated code, in methods HotSpot
+        # compiles): the stage of a 10^6-message columnar trace 62 -> 31 s (docs/
+        # performance.md, "Session 42"). A Databricks session (getOrCreate) keeps its own.
         .config("spark.sql.codegen.hugeMethodLimit", str(JIT_METHOD_LIMIT))
         .config("spark.driver.extraJavaOptions", java_options)
     )
