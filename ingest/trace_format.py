@@ -314,9 +314,9 @@ def parse_columnar(
     `parse_records` gives for the same records: typed fields, `extra`, `reason`, `_blank`.
 
     The types are the file's (checked per file by `columnar_problems`); each row is checked
-    for what a type cannot say. `raw` is the row as read, a struct: `columnar_raw_text` makes it the
-    JSON object that quarantine keeps, for the rows that go there only (a JSON text for every
-    row was most of this parse's cost: session 42).
+    for what a type cannot say. `raw` is the row as read, a struct: the source makes it the JSON
+    object quarantine keeps for the rows that go there only (ingest/traces.py `raw_text`; a
+    JSON text for every row was most of this parse's cost: session 42).
     """
     return rows.select(
         *position,
@@ -327,11 +327,6 @@ def parse_columnar(
         F.coalesce("extra", F.create_map().cast(_EXTRA)).alias("extra"),
         _reasons(_columnar_checks()).alias("reason"),
     )
-
-
-def columnar_raw_text(raw: Column) -> Column:
-    """The text quarantine keeps of a columnar row (`parse_columnar`'s `raw`): a JSON object."""
-    return F.to_json(raw)
 
 
 def columnar_problems(schema: T.StructType) -> list[str]:

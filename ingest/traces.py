@@ -24,7 +24,6 @@ from ingest.trace_format import (
     FORMAT_CHECK,
     ROLE_TABLE,
     columnar_problems,
-    columnar_raw_text,
     parse_columnar,
     parse_records,
     target_table,
@@ -181,7 +180,8 @@ class ColumnarTraceSource(TraceSource):
         return parse_columnar(lines, position)
 
     def raw_text(self, raw: Column) -> Column:
-        return columnar_raw_text(raw)
+        """The row as read (`parse_columnar`'s struct) as a JSON object."""
+        return F.to_json(raw)
 
 
 def write_columnar(lines: DataFrame, folder: Path, prefix: str) -> list[Path]:
