@@ -16,9 +16,8 @@ from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.utils import AnalysisException
 
-from ingest.files import read_raw_lines, read_raw_rows
+from ingest.files import parquet_schema, read_raw_lines, read_raw_rows
 from ingest.skeleton import Batch, Progress, discover, ingest_files
 from ingest.trace_format import (
     FORMAT_CHECK,
@@ -161,13 +160,7 @@ class ColumnarTraceSource(TraceSource):
 
     def read(self, spark: SparkSession, batch: Batch) -> DataFrame:
         for file in batch.files:
-            try:
-                schema = spark.read.parquet(file.read_as).schema
-            except AnalysisException as exc:
-                raise InputError(
-                    f"{file.path}: cannot be read as Parquet (a columnar trace file): "
-                    f"{str(exc).splitlines()[0]}"
-                ) from exc
+            schema = parquet_schema(spark, file)
             problems = columnar_problems(schema)
             if problems:
                 raise InputError(

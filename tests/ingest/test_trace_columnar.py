@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from trace_lines import parse_lines, read_numbered_lines
 
+from ingest.files import InputFile, parquet_schema
 from ingest.trace_format import (
     ALL_OPTIONAL,
     REQUIRED,
@@ -155,3 +156,36 @@ def test_a_parquet_file_of_another_shape_is_an_input_error(lakehouse, spark, tmp
         r"column 'seq' is string, expected bigint",
     ):
         ingest_traces(lakehouse, folder)
+
+
+def test_a_parquet_files_schema_is_read_from_its_footer_as_spark_reads_it(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    by_spark = tmp_path / "spark"
+    spark.createDataFrame([_row(run_id="r", seq=7)], TRACE_COLUMNAR).coalesce(1).write.parquet(
+        str(by_spark)
+    )
+    (spark_file,) = by_spark.glob("part-*.parquet")
+    arrow_file = tmp_path / "arrow.parquet"  # no Spark schema in its metadata
+    pq.write_table(
+        pa.table({"run_id": ["r"], "seq": pa.array([7], pa.int64()), "ts": [datetime(2026, 1, 1)]}),
+        arrow_file,
+    )
+    for file in (spark_file, arrow_file):
+        read = parquet_schema(spark, InputFile(str(file), 0, "", f"file:{file}"))
+        assert read == spark.read.parquet(f"file:{file}").schema, file
+    assert parquet_schema(spark, InputFile(str(spark_file), 0, "")) == TRACE_COLUMNAR
+
+
+def test_a_file_named_parquet_that_is_not_parquet_is_an_input_error(lakehouse, tmp_path):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "trace.parquet").write_text('{"run_id": "r"}\n')
+    with pytest.raises(
+        InputError,
+        match=r"trace\.parquet: cannot be read as Parquet \(a columnar trace file\): "
+        r".*trace\.parquet is not a Parquet file",
+    ):
+        ingest_traces(lakehouse, folder)
+    assert lakehouse.read("ingested_files").count() == 0
