@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JError, Py4JJavaError
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
@@ -98,33 +99,54 @@ def read_raw_rows(spark: SparkSession, uris: list[str], schema: StructType) -> D
 
 
 def parquet_schema(spark: SparkSession, file: InputFile) -> StructType:
-    """The schema Spark reads from the Parquet file `file`: its footer read on the driver and
-    turned into a Spark schema by Spark's own converter with the session's settings.
+    """The columns and types Spark reads from the Parquet file `file`: its footer read on the
+    driver and turned into a Spark schema by Spark's own converter with the session's
+    settings (those `spark.read.parquet(uri).schema` uses; that read also makes every column
+    nullable, which this does not).
 
-    What `spark.read.parquet(uri).schema` gives, without its Spark job and listing (a
-    tenth of a second per file, seconds for a run's tens of files). A file that is not
-    Parquet is an InputError naming it and what its reader found.
+    Without the Spark job and listing such a read starts (0.13 s a file here, seconds for a
+    run's tens of files). A file Parquet's reader or Spark's converter refuses (not Parquet,
+    a type Spark does not read) is an InputError naming it and what was found. On a Spark
+    whose internals differ (its footer reader or converter not found), Spark's read instead.
     """
+    try:
+        found = _footer_schema(spark, file.read_as)
+    except (Py4JJavaError, CapturedException) as exc:
+        raise InputError(
+            f"{file.path}: cannot be read as Parquet (a columnar trace file): {_first_line(exc)}"
+        ) from exc
+    except (Py4JError, TypeError):
+        try:
+            return spark.read.parquet(file.read_as).schema
+        except (Py4JJavaError, CapturedException) as exc:
+            raise InputError(
+                f"{file.path}: cannot be read as Parquet (a columnar trace file): "
+                f"{_first_line(exc)}"
+            ) from exc
+    return found
+
+
+def _footer_schema(spark: SparkSession, uri: str) -> StructType:
     jvm, session = spark._jvm, spark._jsparkSession  # noqa: SLF001
     parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
     state = session.sessionState()
-    path = jvm.org.apache.hadoop.fs.Path(file.read_as)
-    skip_row_groups = jvm.org.apache.parquet.format.converter.ParquetMetadataConverter
-    try:
-        footer = parquet.ParquetFooterReader.readFooter(
-            state.newHadoopConf(), path, skip_row_groups.SKIP_ROW_GROUPS
-        )
-    except Py4JJavaError as exc:
-        found = str(exc.java_exception.getMessage() or exc.java_exception.toString())
-        raise InputError(
-            f"{file.path}: cannot be read as Parquet (a columnar trace file): "
-            f"{found.splitlines()[0]}"
-        ) from None
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    metadata_filters = jvm.org.apache.parquet.format.converter.ParquetMetadataConverter
+    footer = parquet.ParquetFooterReader.readFooter(
+        state.newHadoopConf(), path, metadata_filters.SKIP_ROW_GROUPS
+    )
     schema = parquet.ParquetFileFormat.readSchemaFromFooter(
         jvm.org.apache.parquet.hadoop.Footer(path, footer),
         parquet.ParquetToSparkSchemaConverter(state.conf()),
     )
     return StructType.fromJson(json.loads(schema.json()))
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of what the JVM said (a Py4JJavaError's Java message, else the text)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.getMessage() or java.toString()) if java is not None else str(exc)
+    return (text.strip().splitlines() or [type(exc).__name__])[0]
 
 
 def block_offsets(raw: DataFrame) -> DataFrame:

@@ -160,9 +160,24 @@ def discover(
             found = store.status(str(root))
             if not wanted(found.name):
                 raise InputError(f"{root}: expected a file ending in {' or '.join(suffixes)}")
-            return [found]
+            return unhidden([found])
         listed = store.list_files(str(root))
-    return [f for f in listed if wanted(f.name)]
+    return unhidden([f for f in listed if wanted(f.name)])
+
+
+def unhidden(files: list[FileStat]) -> list[FileStat]:
+    """`files`, refused when one's name begins with '_' or '.': Spark's file reads leave such
+    a file out even when it is named (a Hadoop convention for metadata and hidden files), so
+    its records would be taken in as none at all."""
+    hidden = [f.path for f in files if f.name.startswith(("_", "."))]
+    if hidden:
+        more = f" (and {len(hidden) - 1} more)" if len(hidden) > 1 else ""
+        raise InputError(
+            f"{hidden[0]}{more}: a file whose name begins with '_' or '.' is never read by "
+            "Spark (it takes such files for metadata or hidden ones); rename it, or move it "
+            "out of the input folder"
+        )
+    return files
 
 
 def new_files(

@@ -333,6 +333,9 @@ def columnar_problems(schema: T.StructType) -> list[str]:
     """What keeps a file with `schema` from being the columnar form (empty: nothing)."""
     expected = {f.name: f.dataType.simpleString() for f in TRACE_COLUMNAR}
     problems = []
+    names = [f.name.lower() for f in schema]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"column '{name}' appears {names.count(name)} times (case aside)")
     for field in schema:
         found = field.dataType.simpleString()
         if field.name not in expected:

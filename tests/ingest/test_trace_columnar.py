@@ -87,6 +87,12 @@ def test_columnar_problems_name_unknown_and_mistyped_columns():
         "others as text in the map column 'extra'",
     ]
     assert columnar_problems(TRACE_COLUMNAR) == []
+    twice = T.StructType([T.StructField("seq", T.LongType()), T.StructField("SEQ", T.LongType())])
+    assert columnar_problems(twice) == [
+        "column 'seq' appears 2 times (case aside)",
+        "unknown column 'SEQ' (bigint): expected only the fields of trace format v1, "
+        "others as text in the map column 'extra'",
+    ]
 
 
 def _table(lakehouse, name: str, *order: str) -> list[dict]:
@@ -158,7 +164,9 @@ def test_a_parquet_file_of_another_shape_is_an_input_error(lakehouse, spark, tmp
         ingest_traces(lakehouse, folder)
 
 
-def test_a_parquet_files_schema_is_read_from_its_footer_as_spark_reads_it(spark, tmp_path):
+def test_a_parquet_files_schema_is_read_from_its_footer_as_spark_reads_it(
+    spark, tmp_path, monkeypatch
+):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -172,10 +180,44 @@ def test_a_parquet_files_schema_is_read_from_its_footer_as_spark_reads_it(spark,
         pa.table({"run_id": ["r"], "seq": pa.array([7], pa.int64()), "ts": [datetime(2026, 1, 1)]}),
         arrow_file,
     )
-    for file in (spark_file, arrow_file):
-        read = parquet_schema(spark, InputFile(str(file), 0, "", f"file:{file}"))
-        assert read == spark.read.parquet(f"file:{file}").schema, file
-    assert parquet_schema(spark, InputFile(str(spark_file), 0, "")) == TRACE_COLUMNAR
+    files = [InputFile(str(f), 0, "", f"file:{f}") for f in (spark_file, arrow_file)]
+    spark.sparkContext.setJobGroup("footers", "parquet_schema")
+    try:
+        read = [parquet_schema(spark, file) for file in files]
+    finally:
+        spark.sparkContext.setJobGroup(None, None)  # type: ignore[arg-type]
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup("footers") == []  # no job
+    for file, schema in zip(files, read, strict=True):
+        # Spark's read makes every column nullable; the names and types are the same
+        assert schema.simpleString() == spark.read.parquet(file.uri).schema.simpleString(), file
+    assert read[0] == TRACE_COLUMNAR
+    assert read[1].simpleString() == "struct<run_id:string,seq:bigint,ts:timestamp_ntz>"
+
+    # a Spark whose internals differ (its footer reader not found): Spark's own read
+    def missing(*_):
+        raise TypeError("'JavaPackage' object is not callable")
+
+    monkeypatch.setattr("ingest.files._footer_schema", missing)
+    assert parquet_schema(spark, files[1]) == spark.read.parquet(files[1].uri).schema
+
+
+def test_a_parquet_file_spark_cannot_read_is_an_input_error(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    not_parquet = tmp_path / "trace.parquet"
+    not_parquet.write_text('{"run_id": "r"}\n')
+    nanos = tmp_path / "nanos.parquet"  # pandas' and pyarrow's default: no Spark type for it
+    pq.write_table(pa.table({"ts": pa.array([1], pa.timestamp("ns"))}), nanos)
+    for file, found in (
+        (not_parquet, r"trace\.parquet is not a Parquet file"),
+        (nanos, r"TIMESTAMP\(NANOS"),
+    ):
+        with pytest.raises(
+            InputError,
+            match=rf"{file.name}: cannot be read as Parquet \(a columnar trace file\): .*{found}",
+        ):
+            parquet_schema(spark, InputFile(str(file), 0, "", f"file:{file}"))
 
 
 def test_a_file_named_parquet_that_is_not_parquet_is_an_input_error(lakehouse, tmp_path):
@@ -186,6 +228,19 @@ def test_a_file_named_parquet_that_is_not_parquet_is_an_input_error(lakehouse, t
         InputError,
         match=r"trace\.parquet: cannot be read as Parquet \(a columnar trace file\): "
         r".*trace\.parquet is not a Parquet file",
+    ):
+        ingest_traces(lakehouse, folder)
+    assert lakehouse.read("ingested_files").count() == 0
+
+
+def test_a_trace_file_spark_would_leave_out_by_its_name_is_an_input_error(lakehouse, tmp_path):
+    folder = tmp_path / "hidden"
+    folder.mkdir()
+    (folder / "run.jsonl").write_text("")
+    for name in ("_run.jsonl", ".run.parquet"):
+        (folder / name).write_text("")
+    with pytest.raises(
+        InputError, match=r"/hidden/\.run\.parquet \(and 1 more\): a file whose name begins"
     ):
         ingest_traces(lakehouse, folder)
     assert lakehouse.read("ingested_files").count() == 0
