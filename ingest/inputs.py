@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from ingest.logs import LOG_SUFFIXES
-from ingest.skeleton import wanted_by
+from ingest.skeleton import refuse_unread, wanted_by
 from ingest.traces import TRACE_SUFFIXES
 from ingest.zk_ingest import ZK_SUFFIXES
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.errors import InputError
+from pulsar_audit.errors import NoInputError
 from pulsar_audit.storage import FileStat, FileStore, local_form, precheck_local, segments
 
 LOG_SOURCES = ("broker", "bookie", "client")
@@ -105,11 +105,13 @@ def local_input_files(path: str | Path) -> list[Path] | None:
 
 
 def require_inputs(path: str, inputs: Inputs) -> None:
+    """Fail when `path` holds no input file, or one Spark would never read (its name)."""
     if inputs.empty():
-        raise InputError(
+        raise NoInputError(
             f"{path}: no trace files (*.jsonl, *.jsonl.gz, *.parquet), no logs "
             "(logs/broker|bookie|client/*.log) and no ZooKeeper captures (*.zk.jsonl) found there"
         )
+    refuse_unread([f.path if isinstance(f, FileStat) else str(f) for f in inputs.every()])
 
 
 def list_inputs(lakehouse: Lakehouse, path: str | Path) -> tuple[bool, Inputs]:

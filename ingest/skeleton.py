@@ -166,18 +166,30 @@ def discover(
 
 
 def unhidden(files: list[FileStat]) -> list[FileStat]:
-    """`files`, refused when one's name begins with '_' or '.': Spark's file reads leave such
-    a file out even when it is named (a Hadoop convention for metadata and hidden files), so
-    its records would be taken in as none at all."""
-    hidden = [f.path for f in files if f.name.startswith(("_", "."))]
-    if hidden:
-        more = f" (and {len(hidden) - 1} more)" if len(hidden) > 1 else ""
+    """`files`, refused (`refuse_unread`) when Spark would never read one of them."""
+    refuse_unread([f.path for f in files])
+    return files
+
+
+def spark_skips(name: str) -> bool:
+    """Whether Spark's file reads leave out a file of this name even when it is named: a
+    Hadoop convention for metadata and hidden files (Spark's
+    `HadoopFSUtils.shouldFilterOutPathName`)."""
+    excluded = (name.startswith("_") and "=" not in name) or name.startswith(".")
+    return excluded and not name.startswith(("_common_metadata", "_metadata"))
+
+
+def refuse_unread(paths: Sequence[str]) -> None:
+    """An InputError naming the input files of `paths` that Spark would never read (their
+    records would be taken in as none at all, silently)."""
+    unread = [p for p in paths if spark_skips(p.rstrip("/").rsplit("/", 1)[-1])]
+    if unread:
+        more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
         raise InputError(
-            f"{hidden[0]}{more}: a file whose name begins with '_' or '.' is never read by "
+            f"{unread[0]}{more}: a file whose name begins with '_' or '.' is never read by "
             "Spark (it takes such files for metadata or hidden ones); rename it, or move it "
             "out of the input folder"
         )
-    return files
 
 
 def new_files(

@@ -51,7 +51,7 @@ from pipelines.runs_job import run_pipeline
 from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.errors import InputError
+from pulsar_audit.errors import NoInputError
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import ALERTS, PROVISIONAL
 from pulsar_audit.spark import SMALL_FRAMES_CONF, release, session_settings
@@ -292,7 +292,7 @@ class Watch:
         try:
             with stage("analyze", self.progress):
                 found = analyze(self.lakehouse, self.config, self.path, self.progress)
-        except InputError:  # the folder holds no input yet
+        except NoInputError:  # the folder holds no input yet (any other input error is raised)
             found = {"ingest": {}, "runs": []}
         pending = pending_runs(self.lakehouse)
         runs = sorted({r["run_id"] for r in found["runs"]} | self.done.runs | set(pending))

@@ -13,6 +13,10 @@ class InputError(UsageError):
     """The input cannot be used at all (missing path, wrong kind of file)."""
 
 
+class NoInputError(InputError):
+    """A folder that holds no input file at all (a watch's landing folder before its run)."""
+
+
 class SetupError(UsageError):
     """Something `scripts/setup.sh` should have put in place is missing."""
 

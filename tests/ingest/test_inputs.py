@@ -6,8 +6,12 @@ import hashlib
 import os
 from pathlib import Path
 
-from ingest.inputs import classify
+import pytest
+
+from ingest.inputs import check_inputs, classify
+from ingest.skeleton import spark_skips
 from pulsar_audit import storage
+from pulsar_audit.errors import InputError, NoInputError
 from pulsar_audit.storage import FileStat, local_sha256
 
 
@@ -51,3 +55,26 @@ def test_the_listing_gives_the_receipt_its_local_files():
     ]
     remote = classify("/in", [stat("/in/trace-1.jsonl", "s3a:")], lambda f: f.path)
     assert remote.local_paths() is None  # not on this machine: no receipt from this listing
+
+
+def test_an_input_spark_would_never_read_is_refused_before_spark_starts(tmp_path: Path):
+    (tmp_path / "trace-a.jsonl").write_text('{"v":1}\n')
+    broker = tmp_path / "logs" / "broker"
+    broker.mkdir(parents=True)
+    (broker / "_broker-1.log").write_text("2026-01-01 00:00:00,000 INFO a line\n")
+    with pytest.raises(InputError, match=r"logs/broker/_broker-1\.log: a file whose name begins"):
+        check_inputs(tmp_path)
+    (broker / "_broker-1.log").rename(broker / "broker-1.log")
+    assert [p.name for p in check_inputs(tmp_path) or []] == ["broker-1.log", "trace-a.jsonl"]
+    # what Spark itself still reads: `_metadata…`, `_common_metadata…`, a `_` name with a `=`
+    assert [n for n in ("_metadata.x", "_common_metadata", "_a=1.jsonl") if spark_skips(n)] == []
+    assert [n for n in ("_a.jsonl", ".a.parquet", "._a.jsonl") if spark_skips(n)] == [
+        "_a.jsonl",
+        ".a.parquet",
+        "._a.jsonl",
+    ]
+
+
+def test_an_empty_folder_is_the_no_input_error_a_watch_waits_on(tmp_path: Path):
+    with pytest.raises(NoInputError, match="no trace files"):
+        check_inputs(tmp_path)

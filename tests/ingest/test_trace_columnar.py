@@ -207,7 +207,7 @@ def test_a_parquet_file_spark_cannot_read_is_an_input_error(spark, tmp_path):
 
     not_parquet = tmp_path / "trace.parquet"
     not_parquet.write_text('{"run_id": "r"}\n')
-    nanos = tmp_path / "nanos.parquet"  # pandas' and pyarrow's default: no Spark type for it
+    nanos = tmp_path / "nanos.parquet"  # pandas' unit, kept in Parquet 2.6: no Spark type
     pq.write_table(pa.table({"ts": pa.array([1], pa.timestamp("ns"))}), nanos)
     for file, found in (
         (not_parquet, r"trace\.parquet is not a Parquet file"),
@@ -237,8 +237,8 @@ def test_a_trace_file_spark_would_leave_out_by_its_name_is_an_input_error(lakeho
     folder = tmp_path / "hidden"
     folder.mkdir()
     (folder / "run.jsonl").write_text("")
-    for name in ("_run.jsonl", ".run.parquet"):
-        (folder / name).write_text("")
+    for name in ("_run.jsonl", ".run.parquet"):  # Spark would read neither, records or not
+        (folder / name).write_text((FIXTURES / "run-a.jsonl").read_text())
     with pytest.raises(
         InputError, match=r"/hidden/\.run\.parquet \(and 1 more\): a file whose name begins"
     ):
