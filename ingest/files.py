@@ -110,20 +110,22 @@ def parquet_schema(spark: SparkSession, file: InputFile) -> StructType:
     whose internals differ (its footer reader or converter not found), Spark's read instead.
     """
     try:
-        found = _footer_schema(spark, file.read_as)
+        return _schema(spark, file.read_as)
     except (Py4JJavaError, CapturedException) as exc:
         raise InputError(
             f"{file.path}: cannot be read as Parquet (a columnar trace file): {_first_line(exc)}"
         ) from exc
+
+
+def _schema(spark: SparkSession, uri: str) -> StructType:
+    """From the footer; by Spark's read where Spark's internals are not found (a JVM error
+    from either is the file's: raised)."""
+    try:
+        return _footer_schema(spark, uri)
+    except Py4JJavaError:
+        raise
     except (Py4JError, TypeError):
-        try:
-            return spark.read.parquet(file.read_as).schema
-        except (Py4JJavaError, CapturedException) as exc:
-            raise InputError(
-                f"{file.path}: cannot be read as Parquet (a columnar trace file): "
-                f"{_first_line(exc)}"
-            ) from exc
-    return found
+        return spark.read.parquet(uri).schema
 
 
 def _footer_schema(spark: SparkSession, uri: str) -> StructType:

@@ -160,15 +160,12 @@ def discover(
             found = store.status(str(root))
             if not wanted(found.name):
                 raise InputError(f"{root}: expected a file ending in {' or '.join(suffixes)}")
-            return unhidden([found])
+            refuse_unread([found.path])
+            return [found]
         listed = store.list_files(str(root))
-    return unhidden([f for f in listed if wanted(f.name)])
-
-
-def unhidden(files: list[FileStat]) -> list[FileStat]:
-    """`files`, refused (`refuse_unread`) when Spark would never read one of them."""
-    refuse_unread([f.path for f in files])
-    return files
+    found_files = [f for f in listed if wanted(f.name)]
+    refuse_unread([f.path for f in found_files])
+    return found_files
 
 
 def spark_skips(name: str) -> bool:
