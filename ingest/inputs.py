@@ -91,7 +91,7 @@ def check_inputs(path: str | Path) -> list[Path] | None:
         return [Path(local).resolve()]
     names = [os.path.join(d, f) for d, _, files in os.walk(local) for f in files]
     found = classify(local, names, str)
-    require_inputs(str(path), found)
+    require_inputs(str(path), found, local)
     return sorted({Path(f).resolve() for f in found.every()})
 
 
@@ -104,14 +104,17 @@ def local_input_files(path: str | Path) -> list[Path] | None:
     return check_inputs(path)
 
 
-def require_inputs(path: str, inputs: Inputs) -> None:
-    """Fail when `path` holds no input file, or one Spark would never read (its name)."""
+def require_inputs(path: str, inputs: Inputs, root: str) -> None:
+    """Fail when `path` holds no input file, or one Spark would never read (its name) or
+    `watch` would not (in a hidden folder below `root`: `path` in the form of the files'
+    paths)."""
     if inputs.empty():
         raise NoInputError(
             f"{path}: no trace files (*.jsonl, *.jsonl.gz, *.parquet), no logs "
             "(logs/broker|bookie|client/*.log) and no ZooKeeper captures (*.zk.jsonl) found there"
         )
-    refuse_unread([f.path if isinstance(f, FileStat) else str(f) for f in inputs.every()])
+    paths = [f.path if isinstance(f, FileStat) else str(f) for f in inputs.every()]
+    refuse_unread(paths, root)
 
 
 def list_inputs(lakehouse: Lakehouse, path: str | Path) -> tuple[bool, Inputs]:
@@ -120,6 +123,7 @@ def list_inputs(lakehouse: Lakehouse, path: str | Path) -> tuple[bool, Inputs]:
     if store.is_file(str(path)):
         return False, Inputs()  # a single file is a trace: ingest_traces checks its name
     listed = store.list_files(str(path))
-    inputs = classify(store.normalize(str(path)), listed, lambda f: f.path)
-    require_inputs(str(path), inputs)
+    root = store.normalize(str(path))
+    inputs = classify(root, listed, lambda f: f.path)
+    require_inputs(str(path), inputs, root)
     return True, inputs

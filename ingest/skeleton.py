@@ -42,7 +42,7 @@ from pulsar_audit.local_frames import local_frame
 from pulsar_audit.output import SparkProgress
 from pulsar_audit.schemas import INGESTED_FILES
 from pulsar_audit.spark import checkpointed, release, side_by_side
-from pulsar_audit.storage import FileStat, FileStore
+from pulsar_audit.storage import FileStat, FileStore, segments
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def discover(
             return [found]
         listed = store.list_files(str(root))
     found_files = [f for f in listed if wanted(f.name)]
-    refuse_unread([f.path for f in found_files])
+    refuse_unread([f.path for f in found_files], store.normalize(str(root)))
     return found_files
 
 
@@ -176,17 +176,45 @@ def spark_skips(name: str) -> bool:
     return excluded and not name.startswith(("_common_metadata", "_metadata"))
 
 
-def refuse_unread(paths: Sequence[str]) -> None:
+def hidden_folder(root: str, path: str) -> str | None:
+    """The name of the first folder between the folder `root` and the file `path` under it
+    that Spark's listings leave out (`spark_skips`), as `watch`'s file stream does; None when
+    there is none (the folders above `root` do not count) or `path` is not under `root`."""
+    base, parts = segments(root), segments(path)
+    if parts[: len(base)] != base:
+        return None
+    return next((name for name in parts[len(base) : -1] if spark_skips(name)), None)
+
+
+def refuse_unread(paths: Sequence[str], root: str | None = None) -> None:
     """An InputError naming the input files of `paths` that Spark would never read (their
-    records would be taken in as none at all, silently)."""
+    records would be taken in as none at all, silently) or, when `paths` were listed under
+    the folder `root` (in the same form), that lie in a folder below it that Spark's listings
+    and `watch` leave out: `analyze` would take them in where `watch` does not, and such a
+    folder is mostly what a stopped write leaves (a `_*.parquet.tmp` staging folder of the
+    columnar trace, a `_temporary` one of Spark's)."""
     unread = [p for p in paths if spark_skips(p.rstrip("/").rsplit("/", 1)[-1])]
     if unread:
-        more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
         raise InputError(
-            f"{unread[0]}{more}: a file whose name begins with '_' or '.' is never read by "
-            "Spark (it takes such files for metadata or hidden ones); rename it, or move it "
-            "out of the input folder"
+            f"{unread[0]}{_more(unread)}: a file whose name begins with '_' or '.' is never "
+            "read by Spark (it takes such files for metadata or hidden ones); rename it, or "
+            "move it out of the input folder"
         )
+    if root is None:
+        return
+    hidden = [(p, folder) for p in paths if (folder := hidden_folder(root, p)) is not None]
+    if hidden:
+        path, folder = hidden[0]
+        raise InputError(
+            f"{path}{_more(hidden)}: it lies in the folder '{folder}', whose name begins with "
+            "'_' or '.': Spark's listings and `watch` leave such folders out (metadata, or a "
+            "write that did not finish: a '_*.parquet.tmp' folder is what a columnar trace's "
+            "write stopped midway leaves); move the files you want read out of it, or remove it"
+        )
+
+
+def _more(items: Sequence[object]) -> str:
+    return f" (and {len(items) - 1} more)" if len(items) > 1 else ""
 
 
 def new_files(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ingest.inputs import check_inputs, classify
-from ingest.skeleton import spark_skips
+from ingest.skeleton import hidden_folder, spark_skips
 from pulsar_audit import storage
 from pulsar_audit.errors import InputError, NoInputError
 from pulsar_audit.storage import FileStat, local_sha256
@@ -73,6 +73,30 @@ def test_an_input_spark_would_never_read_is_refused_before_spark_starts(tmp_path
         ".a.parquet",
         "._a.jsonl",
     ]
+
+
+def test_an_input_in_a_folder_spark_listings_leave_out_is_refused(tmp_path: Path):
+    root = tmp_path / "_runs" / "landing"  # a hidden folder above the input folder: no matter
+    root.mkdir(parents=True)
+    (root / "trace-a.jsonl").write_text('{"v":1}\n')
+    staging = root / "_trace-b.parquet.tmp"  # what a columnar write stopped midway leaves
+    staging.mkdir()
+    (staging / "part-00000.parquet").write_bytes(b"PAR1")
+    (staging / "notes.txt").write_text("not an input: no matter")
+    with pytest.raises(
+        InputError,
+        match=r"_trace-b\.parquet\.tmp/part-00000\.parquet: it lies in the folder "
+        r"'_trace-b\.parquet\.tmp', whose name begins with '_' or '\.'",
+    ):
+        check_inputs(root)
+    (staging / "part-00000.parquet").unlink()
+    assert [p.name for p in check_inputs(root) or []] == ["trace-a.jsonl"]
+    # only the folders between the input folder and the file count, in either path form
+    assert hidden_folder("/in", "/in/a/.b/_c/t.jsonl") == ".b"
+    assert hidden_folder("/in", "/in/_t.jsonl") is None  # the file's own name: spark_skips
+    assert hidden_folder("/_in", "/_in/a/t.jsonl") is None
+    assert hidden_folder("s3a://b/in", "s3a://b/in/x/_temporary/0/t.parquet") == "_temporary"
+    assert hidden_folder("/in", "/elsewhere/_x/t.jsonl") is None  # not under the folder
 
 
 def test_an_empty_folder_is_the_no_input_error_a_watch_waits_on(tmp_path: Path):

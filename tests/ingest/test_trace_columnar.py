@@ -233,6 +233,17 @@ def test_a_file_named_parquet_that_is_not_parquet_is_an_input_error(lakehouse, t
     assert lakehouse.read("ingested_files").count() == 0
 
 
+def test_a_trace_in_a_folder_spark_listings_leave_out_is_an_input_error(lakehouse, tmp_path):
+    folder = tmp_path / "landing"
+    staging = folder / "_trace-run.parquet.tmp"  # a columnar write stopped before its renames
+    staging.mkdir(parents=True)
+    (folder / "run.jsonl").write_text((FIXTURES / "run-a.jsonl").read_text())
+    (staging / "part-00000.parquet").write_text("")
+    with pytest.raises(InputError, match=r"it lies in the folder '_trace-run\.parquet\.tmp'"):
+        ingest_traces(lakehouse, folder)
+    assert lakehouse.read("ingested_files").count() == 0
+
+
 def test_a_trace_file_spark_would_leave_out_by_its_name_is_an_input_error(lakehouse, tmp_path):
     folder = tmp_path / "hidden"
     folder.mkdir()
