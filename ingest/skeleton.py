@@ -16,6 +16,7 @@ this skeleton, so that what makes ingest fast and safe is written once:
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -207,10 +208,26 @@ def refuse_unread(paths: Sequence[str], root: str | None = None) -> None:
         path, folder = hidden[0]
         raise InputError(
             f"{path}{_more(hidden)}: it lies in the folder '{folder}', whose name begins with "
-            "'_' or '.': Spark's listings and `watch` leave such folders out (metadata, or a "
-            "write that did not finish: a '_*.parquet.tmp' folder is what a columnar trace's "
-            "write stopped midway leaves); move the files you want read out of it, or remove it"
+            f"'_' or '.': Spark's listings and `watch` leave such folders out; {_remedy(folder)}"
         )
+
+
+def _remedy(folder: str) -> str:
+    """What to do with a hidden folder of inputs: a columnar trace's write stopped midway
+    (`ingest/traces.py:write_columnar`) left the rest of the trace in it, some parts already
+    renamed beside it and the JSONL files it rewrites not yet removed: moving its parts out
+    would read those records twice."""
+    staged = re.fullmatch(r"_(.+)\.parquet\.tmp", folder)
+    if staged:
+        return (
+            "a columnar trace's write stopped midway left it: remove it and the "
+            f"{staged.group(1)}-NNNNN.parquet files beside it (the parts it had renamed), "
+            "then write the trace again from its JSONL files (removed only once a write ends)"
+        )
+    return (
+        "it holds metadata, or what a write that did not finish left (Spark's '_temporary'): "
+        "remove it, or move the inputs it holds out of it"
+    )
 
 
 def _more(items: Sequence[object]) -> str:

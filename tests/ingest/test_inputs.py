@@ -86,11 +86,16 @@ def test_an_input_in_a_folder_spark_listings_leave_out_is_refused(tmp_path: Path
     with pytest.raises(
         InputError,
         match=r"_trace-b\.parquet\.tmp/part-00000\.parquet: it lies in the folder "
-        r"'_trace-b\.parquet\.tmp', whose name begins with '_' or '\.'",
+        r"'_trace-b\.parquet\.tmp', whose name begins with '_' or '\.'.* remove it and the "
+        r"trace-b-NNNNN\.parquet files beside it",
     ):
         check_inputs(root)
     (staging / "part-00000.parquet").unlink()
     assert [p.name for p in check_inputs(root) or []] == ["trace-a.jsonl"]
+    (root / ".cache").mkdir()
+    (root / ".cache" / "c.zk.jsonl").write_text("")
+    with pytest.raises(InputError, match=r"'\.cache'.*: remove it, or move the inputs it holds"):
+        check_inputs(root)
     # only the folders between the input folder and the file count, in either path form
     assert hidden_folder("/in", "/in/a/.b/_c/t.jsonl") == ".b"
     assert hidden_folder("/in", "/in/_t.jsonl") is None  # the file's own name: spark_skips

@@ -234,11 +234,15 @@ def test_a_file_named_parquet_that_is_not_parquet_is_an_input_error(lakehouse, t
 
 
 def test_a_trace_in_a_folder_spark_listings_leave_out_is_an_input_error(lakehouse, tmp_path):
+    spark = lakehouse.spark
     folder = tmp_path / "landing"
-    staging = folder / "_trace-run.parquet.tmp"  # a columnar write stopped before its renames
-    staging.mkdir(parents=True)
+    folder.mkdir()
     (folder / "run.jsonl").write_text((FIXTURES / "run-a.jsonl").read_text())
-    (staging / "part-00000.parquet").write_text("")
+    # a columnar write stopped before renaming its part: a trace file Spark reads when named
+    records = parse_lines(read_numbered_lines(spark, [str(FIXTURES / "run-a.jsonl")]))
+    staging = folder / "_trace-run.parquet.tmp"
+    to_columnar(records.filter(F.col("reason").isNull())).coalesce(1).write.parquet(str(staging))
+    assert len(list(staging.glob("part-*.parquet"))) == 1
     with pytest.raises(InputError, match=r"it lies in the folder '_trace-run\.parquet\.tmp'"):
         ingest_traces(lakehouse, folder)
     assert lakehouse.read("ingested_files").count() == 0
