@@ -261,14 +261,15 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         # compiles): the stage of a 10^6-message columnar trace 62 -> 31 s (docs/
         # performance.md, "Session 42"). A Databricks session (getOrCreate) keeps its own.
         .config("spark.sql.codegen.hugeMethodLimit", str(JIT_METHOD_LIMIT))
-        # An aggregation that collects (collect_set, collect_list, min_by of a struct: message
-        # history, the detectors' blocks) runs as an object hash aggregate, which keeps 128
-        # groups per task in a hash map of Java objects and then sorts the rest of its input
-        # and aggregates it by sort anyway: one group per message, so nearly all of it. A sort
-        # aggregate sorts from the start (Spark's own sort, generated code, its memory
-        # accounted): the silver and anomaly steps of a 10^6-message trace 13 % faster, the
-        # same rows; no change for small inputs (docs/performance.md, "Session 44"). Raising
-        # the 128 instead made message history twice as slow (its Java objects' GC).
+        # An aggregation with collect_set or collect_list (message history, the detectors'
+        # blocks, poll skip; percentile_approx too) runs as an object hash aggregate, which
+        # keeps 128 groups per task in a map of Java objects, then sorts the rest of its
+        # input and aggregates it by sort anyway: keyed per message, nearly every row. As a
+        # sort aggregate it sorts from the start: the silver and anomaly steps of a
+        # 10^6-message trace 13 % faster (~18 s), the same rows. An aggregation of few groups
+        # (per consumer, per subscription) now sorts where it hashed: ~2 s slower at 10^6.
+        # Small inputs: no change (docs/performance.md, "Session 44"). Raising the 128
+        # instead made message history twice as slow (its Java objects' GC).
         .config("spark.sql.execution.useObjectHashAggregateExec", "false")
         .config("spark.driver.extraJavaOptions", java_options)
     )
