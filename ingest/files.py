@@ -98,6 +98,23 @@ def read_raw_rows(spark: SparkSession, uris: list[str], schema: StructType) -> D
     )
 
 
+# The folder a columnar trace's write stages its part files in before renaming them into
+# `<prefix>-NNNNN.parquet` beside it (`ingest/traces.py:write_columnar`): hidden, so that a
+# write stopped midway is never read as a folder of inputs.
+STAGING_SUFFIX = ".parquet.tmp"
+
+
+def columnar_staging(prefix: str) -> str:
+    """The staging folder's name of a columnar write of `prefix`."""
+    return f"_{prefix}{STAGING_SUFFIX}"
+
+
+def staged_prefix(folder: str) -> str | None:
+    """The prefix whose columnar write stages in a folder of this name, else None."""
+    staged = folder.startswith("_") and folder.endswith(STAGING_SUFFIX)
+    return (folder[1 : -len(STAGING_SUFFIX)] if staged else "") or None
+
+
 def parquet_schema(spark: SparkSession, file: InputFile) -> StructType:
     """The columns and types Spark reads from the Parquet file `file`: its footer read on the
     driver and turned into a Spark schema by Spark's own converter with the session's

@@ -16,7 +16,6 @@ this skeleton, so that what makes ingest fast and safe is written once:
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from ingest.files import (
     number_lines,
     read_lines,
     source_path,
+    staged_prefix,
 )
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import InputError
@@ -217,11 +217,11 @@ def _remedy(folder: str) -> str:
     (`ingest/traces.py:write_columnar`) left the rest of the trace in it, some parts already
     renamed beside it and the JSONL files it rewrites not yet removed: moving its parts out
     would read those records twice."""
-    staged = re.fullmatch(r"_(.+)\.parquet\.tmp", folder)
-    if staged:
+    prefix = staged_prefix(folder)
+    if prefix is not None:
         return (
             "a columnar trace's write stopped midway left it: remove it and the "
-            f"{staged.group(1)}-NNNNN.parquet files beside it (the parts it had renamed), "
+            f"{prefix}-NNNNN.parquet files beside it (the parts it had renamed), "
             "then write the trace again from its JSONL files (removed only once a write ends)"
         )
     return (

@@ -17,7 +17,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from ingest.files import parquet_schema, read_raw_lines, read_raw_rows
+from ingest.files import columnar_staging, parquet_schema, read_raw_lines, read_raw_rows
 from ingest.skeleton import Batch, Progress, discover, ingest_files
 from ingest.trace_format import (
     FORMAT_CHECK,
@@ -185,7 +185,7 @@ def write_columnar(lines: DataFrame, folder: Path, prefix: str) -> list[Path]:
     refused = F.col("reason").isNotNull() | F.col("_blank")
     failed = F.raise_error(F.concat(F.lit("a trace line the format refuses: "), "reason"))
     checked = records.withColumn("run_id", F.when(refused, failed).otherwise(F.col("run_id")))
-    staging = folder / f"_{prefix}.parquet.tmp"
+    staging = folder / columnar_staging(prefix)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         to_columnar(checked).write.mode("overwrite").parquet(str(staging))

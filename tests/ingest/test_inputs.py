@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ingest.files import staged_prefix
 from ingest.inputs import check_inputs, classify
 from ingest.skeleton import hidden_folder, spark_skips
 from pulsar_audit import storage
@@ -102,6 +103,11 @@ def test_an_input_in_a_folder_spark_listings_leave_out_is_refused(tmp_path: Path
     assert hidden_folder("/_in", "/_in/a/t.jsonl") is None
     assert hidden_folder("s3a://b/in", "s3a://b/in/x/_temporary/0/t.parquet") == "_temporary"
     assert hidden_folder("/in", "/elsewhere/_x/t.jsonl") is None  # not under the folder
+    assert [staged_prefix(n) for n in ("_t-1.parquet.tmp", "_.parquet.tmp", "t.parquet.tmp")] == [
+        "t-1",
+        None,
+        None,
+    ]
 
 
 def test_an_empty_folder_is_the_no_input_error_a_watch_waits_on(tmp_path: Path):
