@@ -23,6 +23,7 @@ from pulsar_audit.schemas import CHECK_RESULTS
 
 ROW_LEVEL = "row"
 _GATED = "_gated"
+_SEPARATOR = ","  # between rule names in `violated_rules`: no rule name holds it
 
 
 def _rule_names() -> list[str]:
@@ -41,8 +42,14 @@ def violated_rules(table: Column, tables: Iterable[str] | None = None) -> Column
         broken = F.lit(False)
         for rule in rules:
             broken = broken | rule.violation()
-        # the array is built only for a row that breaks a rule (most rows break none)
-        names = F.array_compact(F.array(*[F.when(r.violation(), F.lit(r.name)) for r in rules]))
+        # the array is built only for a row that breaks a rule (most rows break none); from
+        # the names joined (concat_ws skips the rules kept) rather than `array_compact`, which
+        # Spark 4 rewrites to a lambda that has no generated code, so the whole projection of
+        # every record ran interpreted (rule names hold no comma: tests/checks)
+        names = F.split(
+            F.concat_ws(_SEPARATOR, *[F.when(r.violation(), F.lit(r.name)) for r in rules]),
+            _SEPARATOR,
+        )
         chosen = F.when(table == name, F.when(broken, names).otherwise(none)).otherwise(chosen)
     return chosen
 
@@ -51,10 +58,8 @@ def violation_reasons(table: Column) -> Column:
     """'rule: what it requires; …' for every rule of `table` the row breaks."""
     chosen = F.lit("")
     for name, rules in ROW_RULES.items():
-        reasons = F.array_compact(
-            F.array(*[F.when(r.violation(), F.lit(r.reason())) for r in rules])
-        )
-        chosen = F.when(table == name, F.concat_ws("; ", reasons)).otherwise(chosen)
+        reasons = [F.when(r.violation(), F.lit(r.reason())) for r in rules]
+        chosen = F.when(table == name, F.concat_ws("; ", *reasons)).otherwise(chosen)
     return chosen
 
 

@@ -49,7 +49,8 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 # Columns every staged frame carries (besides what its source's outputs need):
-#   source_file; _table: the table the row goes to (null: not a record, e.g. a blank line);
+#   source_file (raw-line sources: _file_uri, the file named per block after staging);
+#   _table: the table the row goes to (null: not a record, e.g. a blank line);
 #   _units: input lines the row stands for; _bad: its lines count as quarantined.
 STAGED = ("source_file", "_table", "_units", "_bad")
 
@@ -76,10 +77,12 @@ class Source(Protocol):
 
     tables: tuple[str, ...]  # every table the source writes, replaced per source file
     group_keys: tuple[str, ...]  # extra keys of the count rows (e.g. run_id)
-    # True: `stage` gets raw positioned lines (no line_number yet) and must keep every line
-    # and the position columns; lines are numbered from the persisted staged rows, so the
-    # text is read once. False: `stage` gets numbered lines (read twice; for small inputs
-    # whose parser needs line order, like multi-line log entries).
+    # True: `stage` gets raw positioned lines (no line_number, no source_file yet) and must
+    # keep every line and the position columns; lines are numbered and their files named
+    # from the persisted staged rows, per file block (a URI decoded for every row cost more
+    # than the rest of a columnar row's parse: session 45), so the text is read once.
+    # False: `stage` gets numbered lines (read twice; for small inputs whose parser needs
+    # line order, like multi-line log entries).
     stages_raw_lines: bool
 
     def read(self, spark: SparkSession, batch: Batch) -> DataFrame:
@@ -327,27 +330,27 @@ def _ingest_batch(
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
     if source.stages_raw_lines:
-        raw = source.read(spark, batch).withColumn("source_file", source_path("_file_uri"))
-        staged = checkpointed(source.stage(raw, batch))
+        staged = checkpointed(source.stage(source.read(spark, batch), batch))
         offsets = block_offsets(staged)
         lines_read = lines_per_file(offsets, paths)
         numbered = number_lines(staged, offsets)
+        file_key = "_file_uri"
     else:
         read = read_lines(spark, batch.uris, paths)
         staged = numbered = checkpointed(source.stage(read.lines, batch))
         lines_read = read.per_file
+        file_key = "source_file"
     try:
-        keys = ["source_file", "_table", *source.group_keys]
-        counts = (
-            staged.groupBy(*keys)
-            .agg(
-                F.count(F.lit(1)).alias("_rows"),
-                F.sum("_units").alias("_units"),
-                F.sum(F.when(F.col("_bad"), F.col("_units")).otherwise(0)).alias("_bad_units"),
-                *source.measures(),
-            )
-            .collect()
+        keys = [file_key, "_table", *source.group_keys]
+        counted = staged.groupBy(*keys).agg(
+            F.count(F.lit(1)).alias("_rows"),
+            F.sum("_units").alias("_units"),
+            F.sum(F.when(F.col("_bad"), F.col("_units")).otherwise(0)).alias("_bad_units"),
+            *source.measures(),
         )
+        if file_key != "source_file":  # the file named once per count row, not per row
+            counted = counted.withColumn("source_file", source_path(F.col(file_key)))
+        counts = counted.drop("_file_uri").collect()
 
         def write(table: str) -> Callable[[], int]:
             output = source.output(numbered, table, batch)

@@ -80,7 +80,7 @@ class TraceSource:
         return parse_records(lines, position)
 
     def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
-        position = ("source_file", "_file_uri", "_block_start", "_row_id")
+        position = ("_file_uri", "_block_start", "_row_id")  # the file is named per block
         records = self.parse(lines, position).transform(with_defaults)
         table = target_table(F.col("role"))
         format_ok = F.col("reason").isNull() & ~F.col("_blank")

@@ -99,6 +99,34 @@ def test_gate_quarantines_exactly_the_rows_gx_counts(spark):
     assert {r.level for r in checked} == {"row"}
 
 
+def test_rule_names_split_back_from_the_joined_list():
+    # violated_rules joins the names with "," and splits them again (generated code, where
+    # array_compact's lambda has none), as quarantine.check joins them
+    names = [rule.name for rules in ROW_RULES.values() for rule in rules]
+    assert names and all("," not in name and name for name in names)
+
+
+def test_the_rules_expression_has_generated_code(spark):
+    # an expression without generated code (a lambda: array_compact's rewrite) puts the whole
+    # projection of every record on Spark's interpreted path
+    flagged = producer(spark, [("r1", "p", "ack", 1, None, 0)]).withColumn(
+        "_violated", violated_rules(F.lit("producer_events"), ["producer_events"])
+    )
+    fallback = spark._jvm.java.lang.Class.forName(
+        "org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback"
+    )
+    plan = flagged._jdf.queryExecution().optimizedPlan()
+    stack = [plan.expressions().apply(i) for i in range(plan.expressions().size())]
+    seen, without = 0, []
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if fallback.isInstance(node):
+            without.append(node.prettyName())
+        stack.extend(node.children().apply(i) for i in range(node.children().size()))
+    assert seen > 20 and without == []
+
+
 def _metrics(spark, prod, cons, quarantine_rows=()):
     quarantine = spark.createDataFrame(list(quarantine_rows), QUARANTINE)
     return {
