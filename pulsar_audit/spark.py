@@ -273,17 +273,19 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         # Small inputs: no change (docs/performance.md, "Session 44"). Raising the 128
         # instead made message history twice as slow (its Java objects' GC).
         .config("spark.sql.execution.useObjectHashAggregateExec", "false")
-        # Spark packs a read's files into tasks counting each file as its size plus the cost
-        # of opening it, 4 MB by default (HDFS's); a trace of small Parquet files (the
-        # harness rolls them) then went to the two cores in shares of 50 and 21 MB, 14 of
-        # its 40 files (8-17 KB each) weighing 56 MB: the parse's checkpoint ran 19 s on one
-        # core and 38 on the other, and the bronze files it wrote carried the same skew into
-        # the pipeline's reads. Opening a local file costs about what reading 256 KB does:
-        # the 10^6-message columnar ingest 74 -> 61 s in one JVM, analyze 336 -> 308 s (mean
-        # of two each), the same findings (docs/performance.md, "Session 45").
-        .config("spark.sql.files.openCostInBytes", str(FILE_OPEN_COST_BYTES))
         .config("spark.driver.extraJavaOptions", java_options)
     )
+    if config.spark.master.startswith("local"):
+        # Spark packs a read's files into tasks counting each file as its size plus the cost
+        # of opening it, 4 MB by default (HDFS's). A trace of small Parquet files (the
+        # harness rolls them) then went to the two cores here in shares of 50 and 21 MB (14
+        # of its 40 files, 8-17 KB each, weighed 56 MB): the parse's checkpoint ran 19 s on
+        # one core and 38 s on the other, and the bronze files it wrote carried the skew into
+        # the pipeline's reads. A local file opens for about what reading 256 KB costs: the
+        # 10^6-message columnar ingest 74 -> 61 s warm in one JVM, analyze 336 -> 308 s (mean
+        # of two each), the same findings (docs/performance.md, "Session 45"). A cluster's
+        # (standalone, Databricks) keeps Spark's default.
+        builder = builder.config("spark.sql.files.openCostInBytes", str(FILE_OPEN_COST_BYTES))
     if config.storage == "path":  # a catalog env keeps its managed tables where Spark says
         builder = builder.config(
             "spark.sql.warehouse.dir", str(config.lakehouse_path / "_warehouse")
