@@ -279,7 +279,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         # Spark packs a read's files into tasks counting each file as its size plus the cost
         # of opening it, 4 MB by default (HDFS's). A trace of small Parquet files (the
         # harness rolls them) then went to the two cores here in shares of 50 and 21 MB (14
-        # of its 40 files, 8-17 KB each, weighed 56 MB): the parse's checkpoint ran 19 s on
+        # of its 40 files, 8-17 KB each, weighed 56 MB): the parse's checkpoint ran 22 s on
         # one core and 38 s on the other, and the bronze files it wrote carried the skew into
         # the pipeline's reads. A local file opens for about what reading 256 KB costs: the
         # 10^6-message columnar ingest 74 -> 61 s warm in one JVM, analyze 336 -> 308 s (mean
