@@ -66,6 +66,7 @@ OPTIONAL = {
     },
 }
 _EXTRA = T.MapType(T.StringType(), T.StringType())
+_TYPES = {"long": T.LongType(), "int": T.IntegerType(), "bool": T.BooleanType()}
 ALL_OPTIONAL = {name: kind for fields in OPTIONAL.values() for name, kind in fields.items()}
 
 _INTEGER = {"long": r"^-?[0-9]{1,18}$", "int": r"^-?[0-9]{1,9}$"}
@@ -138,7 +139,9 @@ def _json_checks() -> list[tuple[Column, Column]]:
     return [
         (~parsed, F.lit("invalid JSON: expected one JSON object per line")),
         (
-            parsed & (F.size("_keys") > F.size("_fields")),
+            # the map keeps a repeated key as often as it is written, so the keys are compared
+            # with themselves
+            parsed & (F.size(F.array_distinct("_keys")) < F.size("_keys")),
             F.format_string(
                 "field '%s' appears more than once: expected each field once",
                 F.array_join(_repeated(F.col("_keys")), "', '"),
@@ -166,58 +169,62 @@ def _json_checks() -> list[tuple[Column, Column]]:
     ]
 
 
-def _record_checks(parsed: Column, written: Callable[[str], Column]) -> list[tuple[Column, Column]]:
+def _record_checks(
+    parsed: Column, written: Callable[[str], Column], col: Callable[[str], Column] = F.col
+) -> list[tuple[Column, Column]]:
     """The rules both forms share: required fields, a known role and event.
 
-    parsed: whether the record could be read at all; written(name): the field as given.
+    parsed: whether the record could be read at all; written(name): the field as given;
+    col(name): the field's typed column.
     """
-    role_known = F.col("role").isin(*EVENTS)
-    event = F.col("event")
+    role = col("role")
+    role_known = role.isin(*EVENTS)
+    event = col("event")
     event_known = F.lit(False)
-    for role, events in EVENTS.items():
-        event_known = event_known | ((F.col("role") == role) & event.isin(*events))
+    for role_name, events in EVENTS.items():
+        event_known = event_known | ((role == role_name) & event.isin(*events))
     return [
         *[
             (parsed & written(name).isNull(), F.lit(f"missing required field '{name}'"))
             for name in REQUIRED
         ],
         (
-            F.col("role").isNotNull() & ~role_known,
-            F.format_string(
-                "unknown role '%s' (expected producer, consumer or run)", F.col("role")
-            ),
+            role.isNotNull() & ~role_known,
+            F.format_string("unknown role '%s' (expected producer, consumer or run)", role),
         ),
         (
             role_known & event.isNotNull() & ~event_known,
-            F.format_string("unknown event '%s' for role '%s'", event, F.col("role")),
+            F.format_string("unknown event '%s' for role '%s'", event, role),
         ),
         (
-            (F.col("role") == "consumer")
-            & F.col("subscription_type").isNotNull()
-            & ~F.col("subscription_type").isin(*SUBSCRIPTION_TYPES),
+            (role == "consumer")
+            & col("subscription_type").isNotNull()
+            & ~col("subscription_type").isin(*SUBSCRIPTION_TYPES),
             F.format_string(
                 f"unknown subscription_type '%s' (expected {', '.join(SUBSCRIPTION_TYPES)})",
-                F.col("subscription_type"),
+                col("subscription_type"),
             ),
         ),
     ]
 
 
-def _seq_missing(written: Callable[[str], Column]) -> tuple[Column, Column]:
-    event = F.col("event")
+def _seq_missing(
+    written: Callable[[str], Column], col: Callable[[str], Column] = F.col
+) -> tuple[Column, Column]:
+    event = col("event")
     return (
         event.isin(*SEQ_EVENTS) & written("seq").isNull(),
         F.format_string("missing required field 'seq' on a %s event", event),
     )
 
 
-def _columnar_checks() -> list[tuple[Column, Column]]:
+def _columnar_checks(col: Callable[[str], Column] = F.col) -> list[tuple[Column, Column]]:
     """The rules of the columnar form: its types are the file's own (checked per file), so
-    only what a type cannot say is checked per row."""
-    seq = F.col("seq")
+    only what a type cannot say is checked per row. col(name): the field's typed column."""
+    seq = col("seq")
     return [
-        *_record_checks(F.lit(True), F.col),
-        _seq_missing(F.col),
+        *_record_checks(F.lit(True), col, col),
+        _seq_missing(col, col),
         (
             seq.isNotNull() & (seq < 0),
             F.format_string("field 'seq' must be an integer >= 0, got %s", seq),
@@ -254,27 +261,128 @@ def _extra(known_present: Column) -> Column:
 
 
 def parse_records(
-    lines: DataFrame, position: tuple[str, ...] = ("source_file", "line_number")
+    lines: DataFrame,
+    position: tuple[str, ...] = ("source_file", "line_number"),
+    typed_first: bool = True,
 ) -> DataFrame:
     """Lines (`position` columns, value) → one row per line with typed fields, `reason`
     (null when accepted) and `_blank` (a blank line is not a record: no fields, no reason).
 
     position: the columns that say where the line is, carried through unchanged.
+    typed_first: whether lines are read as below; False: every line goes through the text
+    parse, whose plan is smaller (less to plan for a small input) and which costs more per
+    line.
 
-    Each line is parsed once into a map; each field is looked up in it once, typed once and
-    checked on its typed form, in three projections that Spark keeps apart (a column used
-    twice is computed once).
+    With `typed_first`, each line is first parsed straight into its typed fields (`from_json`
+    to a struct). A record that passes every rule that way — a JSON object whose every key is
+    a documented field of its role, given once and typed without loss, within the integer
+    sizes the text rules allow, and every record rule satisfied — is taken as parsed (nothing
+    in `extra`, no reason). Every other record goes through the text parse
+    (`_parse_as_text`), which finds each of its reasons and keeps its unknown fields; that
+    parse is evaluated only for those records. Both give the same row for any line
+    (tests/ingest/test_trace_typed_parse.py).
+
+    Materialize the result before filtering on its columns (the ingest checkpoints its staged
+    rows): Spark pushes a filter down through projections by substituting each column's
+    expression, and here that would copy both parses into the condition many times over.
     """
     blank = F.trim(F.col("value")) == ""
+    if not typed_first:
+        rows = lines.select(
+            *position,
+            F.col("value").alias("raw"),
+            blank.alias("_blank"),
+            F.when(~blank, F.json_object_keys("value")).alias("_keys"),
+            F.lit(False).alias("_clean"),
+        )
+        return _parse_as_text(rows, (*position, "_clean")).drop("_clean")
     parsed = lines.select(
         *position,
         F.col("value").alias("raw"),
         blank.alias("_blank"),
-        F.when(~blank, F.from_json("value", T.MapType(T.StringType(), T.StringType()))).alias(
-            "_fields"
-        ),
-        # every top-level key as written (a repeated one is kept once by the map above)
+        F.when(~blank, F.from_json("value", _TYPED)).alias("_typed"),
+        # every top-level key as written, a repeated one as often as it is written
         F.when(~blank, F.json_object_keys("value")).alias("_keys"),
+    )
+    names = [*REQUIRED, *ALL_OPTIONAL]
+    typed = F.col("_typed")
+    # the typed fields are named _f_<name> from the start: renaming them in a later projection
+    # makes Spark's constraint propagation try every combination of old and new names
+    fast = [f"_f_{n}" for n in names]
+    read = parsed.select(
+        *position,
+        "raw",
+        "_blank",
+        "_keys",
+        *[typed.getField(n).alias(f"_f_{n}") for n in names if n != "ts"],
+        typed.getField("ts").alias("_f_ts_text"),
+        parse_ts(typed.getField("ts")).alias("_f_ts"),
+    )
+    checked = read.select(
+        *position, "raw", "_blank", "_keys", *fast, _typed_clean(names).alias("_clean")
+    )
+    slow = _parse_as_text(checked, (*position, "_clean", *fast))
+    clean = F.col("_clean")
+    return slow.select(
+        *position,
+        "raw",
+        "_blank",
+        *[F.when(clean, F.col(f"_f_{n}")).otherwise(F.col(n)).alias(n) for n in names],
+        F.when(clean, F.create_map().cast(_EXTRA)).otherwise(F.col("extra")).alias("extra"),
+        "reason",
+    )
+
+
+# Each field as the typed parse reads it; `ts` as text (its two forms are read by parse_ts).
+_TYPED = T.StructType(
+    [
+        T.StructField(name, T.StringType() if _is_text(name) or name == "ts" else _TYPES[kind])
+        for name, kind in [*((n, "string") for n in REQUIRED), *ALL_OPTIONAL.items()]
+    ]
+)
+# The largest magnitude the text rules accept for each integer kind (_INTEGER's digits).
+_INTEGER_BOUND = {"long": 10**18 - 1, "int": 10**9 - 1}
+
+
+def _typed_clean(names: list[str]) -> Column:
+    """Whether the typed parse of a record is the whole answer (see parse_records): it is a
+    JSON object, every key is a documented field of its role with a typed value, and no rule
+    refuses it. False (never null) otherwise."""
+
+    def col(name: str) -> Column:
+        return F.col(f"_f_{name}")
+
+    role = col("role")
+    present = F.lit(0)
+    for name in names:
+        has = (F.col("_f_ts_text") if name == "ts" else col(name)).isNotNull()
+        if name not in REQUIRED:
+            has = has & F.coalesce(role.isin(*_roles_knowing(name)), F.lit(False))
+        present = present + has.cast("int")
+    clean = F.col("_keys").isNotNull() & (F.size("_keys") == present)
+    for name, kind in ALL_OPTIONAL.items():
+        if kind in _INTEGER_BOUND:
+            bound = _INTEGER_BOUND[kind]  # abs() of the smallest value would overflow
+            clean = clean & F.coalesce(col(name).between(-bound, bound), F.lit(True))
+    for when, _ in _columnar_checks(col):
+        clean = clean & ~F.coalesce(when, F.lit(False))
+    return F.coalesce(clean, F.lit(False))
+
+
+def _parse_as_text(rows: DataFrame, position: tuple[str, ...]) -> DataFrame:
+    """The text parse of the records that are not `_clean` (`raw` is the line): each line
+    parsed once into a map of field name → JSON text, each field looked up in it once, typed
+    once and checked on its typed form, in projections that Spark keeps apart (a column used
+    twice is computed once). Rows that are `_clean` or blank get nulls, at little cost."""
+    parsed = rows.select(
+        *position,
+        "raw",
+        "_blank",
+        F.when(
+            ~F.col("_blank") & ~F.col("_clean"),
+            F.from_json("raw", T.MapType(T.StringType(), T.StringType())),
+        ).alias("_fields"),
+        "_keys",
     )
     names = [*REQUIRED, *ALL_OPTIONAL]
     fields = F.col("_fields")
@@ -303,7 +411,7 @@ def parse_records(
         "_blank",
         *names,
         F.when(fields.isNotNull(), _extra(known_present)).alias("extra"),
-        F.when(~F.col("_blank"), _reasons(_json_checks())).alias("reason"),
+        F.when(~F.col("_blank") & ~F.col("_clean"), _reasons(_json_checks())).alias("reason"),
     )
 
 

@@ -35,7 +35,7 @@ from pulsar_audit.errors import InputError
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.row_gate import RowGate
 from pulsar_audit.schemas import QUARANTINE, RUN_FILES, TABLES, TRACE_COLUMNAR, conform
-from pulsar_audit.spark import side_by_side
+from pulsar_audit.spark import SMALL_INPUT_BYTES, side_by_side, text_size
 from pulsar_audit.storage import FileStat
 
 log = logging.getLogger(__name__)
@@ -76,12 +76,15 @@ class TraceSource:
     def read(self, spark: SparkSession, batch: Batch) -> DataFrame:
         return read_raw_lines(spark, batch.uris)
 
-    def parse(self, lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
-        return parse_records(lines, position)
+    def parse(self, lines: DataFrame, position: tuple[str, ...], batch: Batch) -> DataFrame:
+        # the typed parse first once a batch is as large as a large input (its larger plan
+        # costs about 0.4 s more to plan; it saves about 6 µs of CPU per line)
+        text_bytes = sum(text_size(f.path, f.size_bytes) for f in batch.files)
+        return parse_records(lines, position, typed_first=text_bytes > SMALL_INPUT_BYTES)
 
     def stage(self, lines: DataFrame, batch: Batch) -> DataFrame:
         position = ("_file_uri", "_block_start", "_row_id")  # the file is named per block
-        records = self.parse(lines, position).transform(with_defaults)
+        records = self.parse(lines, position, batch).transform(with_defaults)
         table = target_table(F.col("role"))
         format_ok = F.col("reason").isNull() & ~F.col("_blank")
         violated = F.when(format_ok, self.gate.violated(table)).otherwise(F.array())
@@ -169,7 +172,7 @@ class ColumnarTraceSource(TraceSource):
                 )
         return read_raw_rows(spark, batch.uris, TRACE_COLUMNAR)
 
-    def parse(self, lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
+    def parse(self, lines: DataFrame, position: tuple[str, ...], batch: Batch) -> DataFrame:
         return parse_columnar(lines, position)
 
     def raw_text(self, raw: Column) -> Column:
@@ -177,11 +180,16 @@ class ColumnarTraceSource(TraceSource):
         return F.to_json(raw)
 
 
-def write_columnar(lines: DataFrame, folder: Path, prefix: str) -> list[Path]:
+def write_columnar(
+    lines: DataFrame, folder: Path, prefix: str, typed_first: bool = True
+) -> list[Path]:
     """Trace lines (`value`) → `<prefix>-NNNNN.parquet` files in `folder`: the columnar form,
     parsed by this parser. Every line must be a record the format accepts: a refused one
-    fails the write with its reason (nothing half-written is left)."""
-    records = parse_records(lines.withColumn("line_number", F.lit(0)), ("line_number",))
+    fails the write with its reason (nothing half-written is left).
+
+    typed_first: as parse_records' (False for a small input)."""
+    lines = lines.withColumn("line_number", F.lit(0))
+    records = parse_records(lines, ("line_number",), typed_first)
     refused = F.col("reason").isNotNull() | F.col("_blank")
     failed = F.raise_error(F.concat(F.lit("a trace line the format refuses: "), "reason"))
     checked = records.withColumn("run_id", F.when(refused, failed).otherwise(F.col("run_id")))
@@ -206,7 +214,8 @@ def columnar_from_jsonl(spark: SparkSession, files: list[Path], prefix: str) -> 
     if not files:
         return []
     folder = files[0].parent
-    written = write_columnar(spark.read.text([str(f) for f in files]), folder, prefix)
+    large = sum(text_size(str(f), f.stat().st_size) for f in files) > SMALL_INPUT_BYTES
+    written = write_columnar(spark.read.text([str(f) for f in files]), folder, prefix, large)
     for file in files:
         file.unlink()
     return written

@@ -170,6 +170,14 @@ def _text_bytes(path: str) -> int:
     return size * PARQUET_EXPANSION if path.endswith(".parquet") else size
 
 
+def text_size(path: str, size_bytes: int) -> int:
+    """An estimate of the text a file of `size_bytes` stands for, from its name alone (a file
+    that may not be local: see _text_bytes for a local file's own record)."""
+    if path.endswith(".gz"):
+        return size_bytes * GZIP_EXPANSION
+    return size_bytes * PARQUET_EXPANSION if path.endswith(".parquet") else size_bytes
+
+
 def for_input(config: Config, input_bytes: int | None) -> Config:
     """`config` with the small-input session settings when Spark is local and the input is
     small, and generated code for its ingest when it is large enough to pay for it; settings

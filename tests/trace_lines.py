@@ -17,5 +17,9 @@ def read_numbered_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
 
 def parse_lines(lines: DataFrame) -> DataFrame:
     """Lines (source_file, line_number, value) → one row per record with typed fields and
-    `reason`; blank lines are not records and are left out."""
-    return parse_records(lines).filter(~F.col("_blank")).drop("_blank")
+    `reason`; blank lines are not records and are left out.
+
+    Computed once, as the ingest does (its staged rows are checkpointed): a filter on the
+    parse's columns pushed down into its projections would copy the parse into the filter's
+    condition (see parse_records)."""
+    return parse_records(lines).filter(~F.col("_blank")).drop("_blank").localCheckpoint()

@@ -10,6 +10,7 @@ ZooKeeper decoder sees each example directly. Default: 2,000+ inputs per parser.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -75,6 +76,12 @@ def generate(strategy: st.SearchStrategy, n: int) -> list:
     return drawn
 
 
+@functools.cache
+def hostile_trace_lines(n: int) -> list[bytes]:
+    """`n` hostile trace lines, drawn once per process for the tests that read them."""
+    return generate(trace_line(), n)
+
+
 def write_lines(path: Path, lines: list[bytes], huge: list[bytes]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"\n".join([*lines, *huge]) + b"\n")
@@ -108,9 +115,28 @@ def test_the_trace_parse_with_generated_code_is_the_interpreted_parse(spark, tmp
     assert generated.exceptAll(interpreted).count() == 0
 
 
+def test_the_typed_parse_is_the_text_parse_on_hostile_lines(spark, tmp_path: Path):
+    """The typed parse (what a large input gets first) gives every hostile line the fields,
+    extra and reason the text parse gives (ingest/trace_format.py parse_records)."""
+    lines = hostile_trace_lines(inputs_per_parser())
+    trace = write_lines(tmp_path / "fuzz-trace.jsonl", lines, [])
+    text = spark.read.text(str(trace)).withColumn("line_number", F.monotonically_increasing_id())
+
+    def parsed(typed_first: bool) -> DataFrame:
+        records = parse_records(text, ("line_number",), typed_first)
+        return records.withColumn("extra", F.to_json("extra")).localCheckpoint()
+
+    typed, as_text = parsed(True), parsed(False)
+    assert typed.count() == as_text.count() >= len(lines)
+    assert as_text.filter(F.col("reason").isNull() & ~F.col("_blank")).count() > 0
+    assert as_text.filter(F.col("reason").isNotNull()).count() > 0
+    assert typed.exceptAll(as_text).count() == 0
+    assert as_text.exceptAll(typed).count() == 0
+
+
 def test_trace_parser_quarantines_every_hostile_line(lakehouse: Lakehouse, tmp_path: Path):
     n = inputs_per_parser()
-    lines = generate(trace_line(), n)
+    lines = hostile_trace_lines(n)
     huge = [
         json.dumps(
             {
