@@ -296,6 +296,26 @@ def parse_records(
             F.lit(False).alias("_clean"),
         )
         return _parse_as_text(rows, (*position, "_clean")).drop("_clean")
+    checked = read_typed(lines, position)
+    names = [*REQUIRED, *ALL_OPTIONAL]
+    fast = [f"_f_{n}" for n in names]
+    slow = _parse_as_text(checked, (*position, "_clean", *fast))
+    clean = F.col("_clean")
+    return slow.select(
+        *position,
+        "raw",
+        "_blank",
+        *[F.when(clean, F.col(f"_f_{n}")).otherwise(F.col(n)).alias(n) for n in names],
+        F.when(clean, F.create_map().cast(_EXTRA)).otherwise(F.col("extra")).alias("extra"),
+        "reason",
+    )
+
+
+def read_typed(lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
+    """parse_records' first read: each line's fields typed as `_f_<name>` (`_f_ts_text`: the
+    ts as written), `raw`, `_blank`, `_keys`, and `_clean`: whether that read is the whole
+    answer for the record (see parse_records)."""
+    blank = F.trim(F.col("value")) == ""
     parsed = lines.select(
         *position,
         F.col("value").alias("raw"),
@@ -318,18 +338,8 @@ def parse_records(
         typed.getField("ts").alias("_f_ts_text"),
         parse_ts(typed.getField("ts")).alias("_f_ts"),
     )
-    checked = read.select(
+    return read.select(
         *position, "raw", "_blank", "_keys", *fast, _typed_clean(names).alias("_clean")
-    )
-    slow = _parse_as_text(checked, (*position, "_clean", *fast))
-    clean = F.col("_clean")
-    return slow.select(
-        *position,
-        "raw",
-        "_blank",
-        *[F.when(clean, F.col(f"_f_{n}")).otherwise(F.col(n)).alias(n) for n in names],
-        F.when(clean, F.create_map().cast(_EXTRA)).otherwise(F.col("extra")).alias("extra"),
-        "reason",
     )
 
 

@@ -187,7 +187,7 @@ def write_columnar(
     parsed by this parser. Every line must be a record the format accepts: a refused one
     fails the write with its reason (nothing half-written is left).
 
-    typed_first: as parse_records' (False for a small input)."""
+    typed_first: as parse_records' (a caller that knows its input is small passes False)."""
     lines = lines.withColumn("line_number", F.lit(0))
     records = parse_records(lines, ("line_number",), typed_first)
     refused = F.col("reason").isNotNull() | F.col("_blank")

@@ -8,7 +8,7 @@ import json
 
 from pyspark.sql import functions as F
 
-from ingest.trace_format import parse_records
+from ingest.trace_format import parse_records, read_typed
 
 SEND = {"run_id": "r", "topic": "t", "role": "producer", "client": "p", "event": "send"}
 RECEIVE = {
@@ -119,6 +119,12 @@ LINES = [
     _send(host="h1"),
     _send(subscription="for-consumers-only"),
     _send(Seq=2),
+    json.dumps({**RECEIVE, "event": "subscribe", "Partition": 1}),
+    _send(redelivery_count=2),
+    _send(host=None),
+    HEAD + '"seq":1,"seq":null}',
+    HEAD + '"seq":-0}',
+    HEAD + '"seq":1,"client":"a\tb"}',
     _send(**{"": 1}),
     REPEATED,
     HEAD + '"seq":1,"client":"q"}',
@@ -149,8 +155,10 @@ def test_the_typed_parse_agrees_with_the_text_parse_on_every_line(spark):
     lines = spark.createDataFrame(
         [(n, line) for n, line in enumerate(LINES, start=1)], "line_number long, value string"
     ).withColumn("source_file", F.lit("f"))
-    typed = parse_records(lines).orderBy("line_number").collect()
-    text = parse_records(lines, typed_first=False).orderBy("line_number").collect()
+    typed_frame, text_frame = parse_records(lines), parse_records(lines, typed_first=False)
+    assert typed_frame.schema == text_frame.schema
+    typed = typed_frame.orderBy("line_number").collect()
+    text = text_frame.orderBy("line_number").collect()
     assert [r.asDict() for r in typed] == [r.asDict() for r in text]
     accepted = [r.line_number for r in typed if r.reason is None and not r._blank]
     # the ordinary records, and those whose text the rules accept, are accepted either way
@@ -158,3 +166,30 @@ def test_the_typed_parse_agrees_with_the_text_parse_on_every_line(spark):
     reasons = {LINES[r.line_number - 1]: r.reason for r in typed}
     assert reasons[REPEATED] == "field 'seq' appears more than once: expected each field once"
     assert reasons[TRAILING] is None  # the object is read; what follows it is not (as before)
+
+
+def test_the_typed_read_is_the_answer_for_ordinary_records_only(spark):
+    """The typed read vouches for the records it reads whole (else the text parse would do
+    all the work, at its cost) and for none of those the rules refuse or that carry more."""
+    ordinary = [
+        _send(),
+        json.dumps({**RECEIVE, "partition": 2, "ledger_id": 10, "entry_id": 4, "batch_index": 0}),
+        json.dumps({**SEND, "ts": "2025-03-04T10:15:30.123Z", "seq": 0, "key": "k"}),
+    ]
+    other = [
+        REPEATED,
+        HEAD + '"seq":1,"host":null}',
+        _send(host="h1"),
+        _send(redelivery_count=2),
+        _send(seq=-1),
+        _send(seq="5"),
+        _send(ts="soon"),
+        _send(partition=1000000000),
+        json.dumps({**SEND, "ts": 1}),
+        "not json",
+    ]
+    lines = spark.createDataFrame(
+        [(n, line) for n, line in enumerate([*ordinary, *other])], "line_number long, value string"
+    )
+    clean = read_typed(lines, ("line_number",)).orderBy("line_number").collect()
+    assert [r._clean for r in clean] == [True] * len(ordinary) + [False] * len(other)
