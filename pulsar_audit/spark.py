@@ -166,8 +166,9 @@ def _text_bytes(path: str) -> int:
         except OSError:  # shorter than a gzip trailer: not a gzip file ingest can read
             recorded = 0
         # a recorded size below the file's (beyond 4 GiB, or several members) is not the text's
-        return recorded if recorded >= size else size * GZIP_EXPANSION
-    return size * PARQUET_EXPANSION if path.endswith(".parquet") else size
+        if recorded >= size:
+            return recorded
+    return text_size(path, size)
 
 
 def text_size(path: str, size_bytes: int) -> int:
