@@ -191,39 +191,3 @@ def test_analyze_reports_every_injected_anomaly_twice_identically(spark, tmp_pat
         ("run-unseen", "poll_skip", 10, 10),
         ("run-unseen", "unseen", 10, 10),
     ]
-
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "unload-run"
-
-
-@pytest.mark.slow
-def test_real_unload_run_names_the_unload_as_the_outage_cause(lakehouse, config):
-    """The committed real run: a trace and the broker log of a bundle unload on Pulsar 4.0.7."""
-    from jobs.analyze import analyze
-
-    result = analyze(lakehouse, config, EXAMPLE)
-    assert result["infra"]["log_files"] == 2  # the broker log and the client log
-    [run] = result["runs"]
-    assert (run["sent"], run["acked"], run["lost"], run["valid"]) == (4000, 4000, 0, True)
-    unload = max(result["outages"], key=lambda o: o["duration_ms"])
-    first = unload["causes"][0]
-    assert first["event_type"] == "bundle_unload_requested"
-    assert "public/default/0x00000000_0x40000000" in first["reason"]
-    assert first["host"] == "standalone"
-    # `explain` merges trace, broker and client events around the outage on one clock.
-    from serve.explain import explain
-
-    timeline = explain(lakehouse, run["run_id"], unload["outage_id"][:10])
-    assert timeline["finding"]["id"] == unload["outage_id"]
-    kinds = [(e["source"], e["event_type"]) for e in timeline["timeline"]]
-    assert ("trace", "run_chaos") in kinds
-    assert kinds.index(("broker", "bundle_unload_requested")) < kinds.index(
-        ("client", "client_reconnect_scheduled")
-    )
-    # An outage that ended before the unload began is not blamed on it.
-    early = [o for o in result["outages"] if o["end"] < first["ts"]]
-    assert early and all(
-        c["event_type"] not in ("bundle_unload_requested", "bundle_unload_started")
-        for o in early
-        for c in o["causes"]
-    )

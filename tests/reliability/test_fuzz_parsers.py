@@ -115,6 +115,9 @@ def test_the_trace_parse_with_generated_code_is_the_interpreted_parse(spark, tmp
     assert generated.exceptAll(interpreted).count() == 0
 
 
+# long tier; in the default run: tests/ingest/test_trace_typed_parse.py (about 90 edge lines
+# both ways) and test_trace_parser_quarantines_every_hostile_line (the same lines, one way)
+@pytest.mark.long
 def test_the_typed_parse_is_the_text_parse_on_hostile_lines(spark, tmp_path: Path):
     """The typed parse (what a large input gets first) gives every hostile line the fields,
     extra and reason the text parse gives (ingest/trace_format.py parse_records)."""

@@ -10,11 +10,17 @@ from pulsar_audit.delta_io import Lakehouse
 
 
 @pytest.fixture(scope="session")
-def examples_lakehouse(spark, tmp_path_factory: pytest.TempPathFactory) -> Lakehouse:
-    """`analyze examples/` (the synthetic run and the real unload run), done once."""
+def examples_analyzed(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Lakehouse, dict]:
+    """`analyze examples/` (the synthetic run and the real unload run), done once: the
+    lakehouse and what that analyze returned (as `analyze --json` prints it)."""
     from jobs.analyze import analyze
 
     config = load_config("local", lakehouse=str(tmp_path_factory.mktemp("examples") / "lh"))
     lakehouse = Lakehouse(spark, config)
-    analyze(lakehouse, config, EXAMPLES)
-    return lakehouse
+    return lakehouse, analyze(lakehouse, config, EXAMPLES)
+
+
+@pytest.fixture(scope="session")
+def examples_lakehouse(examples_analyzed: tuple[Lakehouse, dict]) -> Lakehouse:
+    """The lakehouse of `examples_analyzed`."""
+    return examples_analyzed[0]

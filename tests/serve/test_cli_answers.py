@@ -108,6 +108,38 @@ def test_explain_collapses_repeated_events_and_keeps_the_log_message(examples_la
     assert f"x{writes[0]['count']} until 2026-11-22T" in line
 
 
+def test_the_real_unload_run_names_the_unload_as_the_outage_cause(examples_analyzed):
+    """The committed real run: a trace and the broker log of a bundle unload on Pulsar 4.0.7,
+    analyzed with the synthetic run (what `analyze examples` returned)."""
+    from serve.explain import explain
+
+    lakehouse, result = examples_analyzed
+    assert result["infra"]["log_files"] == 2  # the unload run's broker log and client log
+    [run] = [r for r in result["runs"] if r["run_id"] == UNLOAD_RUN]
+    assert (run["sent"], run["acked"], run["lost"], run["valid"]) == (4000, 4000, 0, True)
+    outages = [o for o in result["outages"] if o["run_id"] == UNLOAD_RUN]
+    unload = max(outages, key=lambda o: o["duration_ms"])
+    first = unload["causes"][0]
+    assert first["event_type"] == "bundle_unload_requested"
+    assert "public/default/0x00000000_0x40000000" in first["reason"]
+    assert first["host"] == "standalone"
+    # `explain` merges trace, broker and client events around the outage on one clock.
+    timeline = explain(lakehouse, UNLOAD_RUN, unload["outage_id"][:10])
+    assert timeline["finding"]["id"] == unload["outage_id"]
+    kinds = [(e["source"], e["event_type"]) for e in timeline["timeline"]]
+    assert ("trace", "run_chaos") in kinds
+    assert kinds.index(("broker", "bundle_unload_requested")) < kinds.index(
+        ("client", "client_reconnect_scheduled")
+    )
+    # An outage that ended before the unload began is not blamed on it.
+    early = [o for o in outages if o["end"] < first["ts"]]
+    assert early and all(
+        c["event_type"] not in ("bundle_unload_requested", "bundle_unload_started")
+        for o in early
+        for c in o["causes"]
+    )
+
+
 def test_message_keeps_the_log_message_as_explain_does(examples_lakehouse, capsys):
     code, out, _ = _cli(capsys, examples_lakehouse, "message", UNLOAD_RUN, "--seq", "967", "--json")
     assert code == 0
