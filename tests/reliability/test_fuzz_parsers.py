@@ -115,9 +115,10 @@ def test_the_trace_parse_with_generated_code_is_the_interpreted_parse(spark, tmp
     assert generated.exceptAll(interpreted).count() == 0
 
 
-# long tier; in the default run: tests/ingest/test_trace_typed_parse.py (about 90 edge lines
-# both ways) and test_trace_parser_quarantines_every_hostile_line (the same lines, one way)
-@pytest.mark.long
+# long tier, and the long reliability run's (scripts/reliability.py, on its own number of
+# lines); in the default run: tests/ingest/test_trace_typed_parse.py (about 90 edge lines both
+# ways) and test_trace_parser_quarantines_every_hostile_line (the generated lines, one way)
+@(pytest.mark.reliability_long if is_long() else pytest.mark.long)
 def test_the_typed_parse_is_the_text_parse_on_hostile_lines(spark, tmp_path: Path):
     """The typed parse (what a large input gets first) gives every hostile line the fields,
     extra and reason the text parse gives (ingest/trace_format.py parse_records)."""

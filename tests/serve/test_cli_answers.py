@@ -115,6 +115,7 @@ def test_the_real_unload_run_names_the_unload_as_the_outage_cause(examples_analy
 
     lakehouse, result = examples_analyzed
     assert result["infra"]["log_files"] == 2  # the unload run's broker log and client log
+    assert {r["run_id"] for r in result["runs"]} == {SYNTHETIC_RUN, UNLOAD_RUN}  # one run each
     [run] = [r for r in result["runs"] if r["run_id"] == UNLOAD_RUN]
     assert (run["sent"], run["acked"], run["lost"], run["valid"]) == (4000, 4000, 0, True)
     outages = [o for o in result["outages"] if o["run_id"] == UNLOAD_RUN]

@@ -106,6 +106,30 @@ def test_the_shell_answers_many_questions_in_one_session_and_keeps_history(serve
     assert _status(root)["questions"] == before + 2  # both answered by the running server
 
 
+def test_analyze_goes_to_the_running_server_and_prints_what_it_prints_without_one(
+    server, capsys, monkeypatch
+):
+    """`analyze` of a lakehouse whose server runs goes to the server (one of its questions) and
+    prints what it prints without one: here examples/synthetic again, which takes in nothing.
+    (A whole job through a server on a new lakehouse, the server busy meanwhile and a question
+    then answered cold: the long tier's
+    test_analyze_through_a_running_server_does_what_the_cold_job_does.)"""
+    root, _ = server
+    synthetic = str(EXAMPLES / "synthetic")
+    before = _status(root)["questions"]
+    warm = _cli("analyze", synthetic, "--json", "--lakehouse", str(root))
+    assert warm.returncode == 0, warm.stderr
+    assert _status(root)["questions"] == before + 1  # the server ran it
+    monkeypatch.setenv(MODE_VARIABLE, "off")
+    capsys.readouterr()
+    assert main(["analyze", synthetic, "--json", "--lakehouse", str(root)]) == 0
+    without = json.loads(capsys.readouterr().out)
+    result = json.loads(warm.stdout)
+    assert result["ingest"] == dict.fromkeys(result["ingest"], 0)  # nothing new
+    assert {r["run_id"] for r in result["runs"]} == {SYNTHETIC_RUN} and result["anomalies"]
+    assert timeless(result) == timeless(without)
+
+
 def test_stop_ends_the_server_and_a_question_then_answers_cold(server, capsys):
     root, started = server
     done = _cli("server", "stop", "--lakehouse", str(root), "--json")
@@ -138,22 +162,20 @@ def _busy_status(root: Path, job: subprocess.Popen) -> dict:
     raise AssertionError(f"the server never said it was busy; the client ended with {job.poll()}")
 
 
-def test_analyze_through_a_running_server_does_what_the_cold_job_does(
-    tmp_path, capsys, monkeypatch
-):
+# long tier; in the default run: test_analyze_goes_to_the_running_server_and_prints_what_it_
+# prints_without_one (a rerun through the module's server)
+@pytest.mark.long
+def test_analyze_through_a_running_server_does_what_the_cold_job_does(tmp_path, capsys):
     """`analyze` goes to the lakehouse's running server (one of its questions) and finds,
     prints and writes what a cold `analyze` does; while it runs, the server says so and a
     question is answered cold; the server's next answers read what it wrote; the same
-    `analyze` again takes in nothing and gives the same findings.
-
-    The cold `analyze` runs in this process (the command line's entry point, no server), so
-    that the test pays one JVM start fewer; the cold questions run in their own processes."""
+    `analyze` again takes in nothing and gives the same findings."""
     synthetic = str(EXAMPLES / "synthetic")
     cold_root, warm_root = tmp_path / "cold", tmp_path / "warm"
-    monkeypatch.setenv(MODE_VARIABLE, "off")
-    capsys.readouterr()
-    assert main(["analyze", synthetic, "--json", "--lakehouse", str(cold_root)]) == 0
-    cold_result = json.loads(capsys.readouterr().out)
+    cold = _cli(
+        "analyze", synthetic, "--json", "--lakehouse", str(cold_root), **{MODE_VARIABLE: "off"}
+    )
+    assert cold.returncode == 0, cold.stderr
     done = _cli("server", "start", "--lakehouse", str(warm_root), "--idle-timeout", "600", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     pid = json.loads(done.stdout)["pid"]
@@ -172,7 +194,7 @@ def test_analyze_through_a_running_server_does_what_the_cold_job_does(
         status = _status(warm_root)
         assert (status["questions"], "busy" in status) == (1, False)  # the server ran the job
         result = json.loads(out)
-        assert timeless(result) == timeless(cold_result)
+        assert timeless(result) == timeless(json.loads(cold.stdout))
         assert result["ingest"]["records"] > 0 and result["anomalies"]
 
         found = "select run_id, kind, seq_from, seq_to from gold.anomalies order by 1, 2, 3"
