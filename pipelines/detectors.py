@@ -170,7 +170,8 @@ def detect_anomalies(
     (`pipelines.detect_keys.consumer_joins`); pipeline: the thresholds; checks: the typed
     checks to build (`typed_checks`; a detector or branch left out would have found nothing); keep:
     how the job keeps a frame that several detectors' reads would otherwise recompute (the
-    deliveries in order, the stored MessageIds' ranks: the poll skip reads each four times).
+    deliveries in order, the stored MessageIds' ranks: the poll skip reads each four times;
+    the deliveries of the readers it suspects of a skip).
     """
     if TYPED in checks:
         typed = with_subscription_type(delivery, subscriptions)
@@ -194,6 +195,7 @@ def detect_anomalies(
             in_order.drop("subscription_type"),
             subscriptions if SEVERAL_CONSUMERS in checks else None,
             keep(ranked_ids(message_history)),
+            keep,
         ),
         detect_inconsistent_ids(message_history),
     ]

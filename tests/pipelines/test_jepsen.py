@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from pipeline_events import Cases, ack, anomalies, end, receive, send, summary
 
 
@@ -169,3 +171,123 @@ def test_acks_arriving_out_of_send_order_are_not_a_nonmonotonic_send(runs):
     assert anomalies(gold, "nonmonotonic_send") == []
     row = summary(gold)["s1"]
     assert (row["nonmonotonic_send"], row["valid"]) == (0, "true")
+
+
+# Poll skip against its definition, written out in Python, on random reads: one reader alone,
+# two sharing a subscription, and a reader named in two subscriptions. The job checks only
+# the readers that may have jumped (`pipelines.detect_order._suspects`); these cases pin that
+# what it leaves out could not have jumped.
+RANDOM_READS = 30
+
+
+def _random_reads(rng: random.Random) -> list[dict]:
+    """Seqs 1..n sent, acked and read: by c1 alone in `alone`; split between c2 and c3 in
+    `shared` (some by both, some by neither); sometimes c2 reads the rest in `side` (a reader
+    named in two subscriptions: its walk across both can have no hole where its view in
+    `shared` has one); sometimes by c4, alone in `first` and then in `second`."""
+    n = rng.randint(4, 12)
+    stored = list(range(1, n + 1))
+    events = _sent_and_acked(*stored)
+    clock = iter(range(10, 10_000))
+
+    def walk(reads: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """`reads` in order, or (two times in three) with a few dropped, swapped or repeated."""
+        if rng.random() < 1 / 3:
+            return list(reads)
+        got = [r for r in reads if rng.random() > 0.15]
+        for _ in range(rng.randint(0, 2)):
+            if len(got) > 1:
+                i = rng.randrange(len(got) - 1)
+                got[i], got[i + 1] = got[i + 1], got[i]
+        if got and rng.random() < 0.3:
+            got.append(rng.choice(got))
+        return got
+
+    def received(reads: list[tuple[int, str]], consumer: str) -> list[dict]:
+        seen: set[tuple[int, str]] = set()
+        out = []
+        for seq, subscription in reads:
+            redelivered = int((seq, subscription) in seen)
+            out.append(
+                receive(
+                    seq,
+                    next(clock),
+                    consumer=consumer,
+                    subscription=subscription,
+                    redelivery_count=redelivered,
+                )
+            )
+            seen.add((seq, subscription))
+        return out
+
+    events += received(walk([(s, "alone") for s in stored]), "c1")
+    got: dict[int, tuple[str, ...]] = {
+        s: rng.choices([("c2",), ("c3",), ("c2", "c3"), ()], weights=[45, 40, 10, 5])[0]
+        for s in stored
+    }
+    side = rng.random() < 0.4
+    for consumer in ("c2", "c3"):
+        mine = [(s, "shared") if consumer in got[s] else (s, "side") for s in stored]
+        wanted = [(s, sub) for s, sub in mine if sub == "shared" or (side and consumer == "c2")]
+        events += received(walk(wanted), consumer)
+    if rng.random() < 0.5:
+        seqs = walk([(s, "first") for s in stored])
+        cut = rng.randint(0, len(seqs))
+        events += received(seqs[:cut] + [(s, "second") for s, _ in seqs[cut:]], "c4")
+    return events
+
+
+def _skips_by_definition(events: list[dict]) -> list[tuple]:
+    """poll_skip rows (subscription, partition, producer, kind, seq_from, seq_to, count) of a
+    one-partition, one-producer trace whose MessageIds are (1, seq, -1), by the definition: a
+    reader's delivery past more than the next MessageId of its view (every stored one; where
+    several consumers of its subscription read, less those the others got) skips the view's
+    MessageIds in between. A reader alone in its subscriptions is one walk across them."""
+    received = [e for e in events if e["event"] == "receive"]
+    stored = sorted({e["seq"] for e in events if e["event"] in ("ack", "receive")})
+    readers: dict[str, set[str]] = {}
+    for e in received:
+        readers.setdefault(e["subscription"], set()).add(e["client"])
+    skipped: dict[str, set[int]] = {}
+
+    def walk(reads: list[dict], view: list[int]) -> None:
+        place = {s: i for i, s in enumerate(view)}
+        furthest = None
+        for e in (e for e in reads if e["seq"] in place):
+            at = place[e["seq"]]
+            if furthest is not None and at > furthest + 1:
+                skipped.setdefault(e["subscription"], set()).update(view[furthest + 1 : at])
+            furthest = at if furthest is None else max(furthest, at)
+
+    for consumer in sorted({e["client"] for e in received}):
+        mine = [e for e in received if e["client"] == consumer]
+        walk([e for e in mine if len(readers[e["subscription"]]) == 1], stored)
+        for subscription in sorted({e["subscription"] for e in mine}):
+            if len(readers[subscription]) > 1:
+                others = {
+                    e["seq"]
+                    for e in received
+                    if e["subscription"] == subscription and e["client"] != consumer
+                }
+                view = [s for s in stored if s not in others]
+                walk([e for e in mine if e["subscription"] == subscription], view)
+    rows = []
+    for subscription, seqs in skipped.items():
+        ordered = sorted(seqs)
+        start = ordered[0]
+        for a, b in zip(ordered, [*ordered[1:], None], strict=True):
+            if b != a + 1:
+                rows.append((subscription, -1, "p1", "poll_skip", start, a, a - start + 1))
+                start = b
+    return sorted(rows)
+
+
+for _i in range(RANDOM_READS):
+    CASES.add(f"random_reads_{_i}", _random_reads(random.Random(_i)))
+
+
+def test_poll_skips_of_random_reads_are_those_of_the_definition(runs):
+    for i in range(RANDOM_READS):
+        events = _random_reads(random.Random(i))
+        _, gold = runs[f"random_reads_{i}"]
+        assert anomalies(gold, "poll_skip") == _skips_by_definition(events), f"case {i}"
