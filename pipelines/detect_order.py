@@ -13,9 +13,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import reduce
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
@@ -29,12 +28,15 @@ from pipelines.common import (
     to_anomalies,
     was_or_were,
 )
+from pipelines.poll_skip_readers import (
+    ID,
+    PARTITION_FIELDS,
+    READER,
+    TOPIC_PARTITION,
+    suspect_readers,
+)
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.spark import same_keys
-
-TOPIC_PARTITION = ["run_id", "topic", "partition"]
-ID = ["ledger_id", "entry_id", "batch_index"]
-_PARTITION_FIELDS = "run_id string, topic string, partition int"
 
 
 def ranked_ids(message_history: DataFrame) -> DataFrame:
@@ -70,35 +72,35 @@ def detect_poll_skip(
     subscription splits the entries between them). Consumers that read disjoint partitions
     (a Failover or Exclusive subscription per partition) keep the plain, cheaper check.
     ranks: `ranked_ids(message_history)`, when the caller keeps it (it is read four times).
-    keep: how the caller keeps the deliveries of the suspect readers (`_suspects`), which the
-    checks read several times."""
+    keep: how the caller keeps the deliveries of the suspect readers
+    (`pipelines.poll_skip_readers`), which the checks read several times.
+
+    Runs two small Spark jobs while it builds the plan (which readers are suspects, collected:
+    one row per reader). Every MessageId a delivery names must be among message history's
+    copies, as silver builds them (`build_message_history` from the same deliveries)."""
     ranks = ranked_ids(message_history) if ranks is None else ranks
     # The exact checks below only for the readers that may have jumped (in a run without
     # skips, none) and, on a split partition, the other readers of their subscription there.
-    suspects = _suspects(delivery, ranks)
+    suspects = suspect_readers(delivery, ranks)
     spark = delivery.sparkSession
     readers = F.broadcast(
-        local_frame(spark, [r[:4] for r in suspects], f"{_PARTITION_FIELDS}, consumer string")
+        local_frame(spark, [s[:4] for s in suspects], f"{PARTITION_FIELDS}, consumer string")
     )
-    partitions = {r[:3] for r in suspects}
+    partitions = {s[:3] for s in suspects}
     ranks = ranks.join(
-        F.broadcast(local_frame(spark, partitions, _PARTITION_FIELDS)),
+        F.broadcast(local_frame(spark, partitions, PARTITION_FIELDS)),
         TOPIC_PARTITION,
         how="left_semi",
     )
     if subscriptions is None:
-        skipped = _jumped_over(
-            delivery.join(readers, [*TOPIC_PARTITION, "consumer"], "left_semi"), ranks
-        )
+        skipped = _jumped_over(delivery.join(readers, READER, how="left_semi"), ranks)
     else:
         sub_key = ["run_id", "topic", "subscription"]
         part_key = [*TOPIC_PARTITION, "subscription"]
-        groups = {(*r[:3], s) for r in suspects for s in r.subscriptions}
+        groups = {(*s[:3], sub) for s in suspects for sub in s.subscriptions}
         delivery = keep(
             delivery.join(
-                F.broadcast(
-                    local_frame(spark, groups, f"{_PARTITION_FIELDS}, subscription string")
-                ),
+                F.broadcast(local_frame(spark, groups, f"{PARTITION_FIELDS}, subscription string")),
                 part_key,
                 how="left_semi",
             )
@@ -112,7 +114,7 @@ def detect_poll_skip(
             .select(*part_key)
         )
         alone = delivery.join(split, part_key, how="left_anti").join(
-            readers, [*TOPIC_PARTITION, "consumer"], how="left_semi"
+            readers, READER, how="left_semi"
         )
         together = delivery.join(split, part_key, how="left_semi")
         skipped = _jumped_over(alone, ranks).unionByName(_jumped_over_split(together, ranks, split))
@@ -141,74 +143,6 @@ def detect_poll_skip(
         F.col("subscription"),
     )
     return to_anomalies(blocks.withColumn("explanation", explanation))
-
-
-def _suspects(delivery: DataFrame, ranks: DataFrame) -> list[Row]:
-    """(TOPIC_PARTITION, consumer, subscriptions): the readers of a partition that may have
-    jumped over a stored MessageId, with the subscriptions of their deliveries there; the
-    others cannot have, alone or sharing a subscription. A small aggregate, collected (one
-    row per suspect reader), so that the exact checks' plan is built for them alone.
-
-    A delivery advances when its MessageId is above every one the consumer got before there
-    (its first one does). A reader whose advancing deliveries are as many as the stored
-    MessageIds from its first to its furthest got each of them, in storage order: its
-    furthest rank never rose by more than one, so it jumped over nothing (`_jumped_over`);
-    and within its view on a split partition (`_jumped_over_split`) there is nothing between
-    two of its own deliveries that it did not get before the later one either (so long as
-    they all name one subscription: a reader named in two could leave a hole in one view
-    that it filled in the other). Every other reader is a suspect. One sort of each reader's
-    deliveries (the same order as the exact check's), one row per reader, and two of its
-    MessageIds looked up among the ranks.
-
-    Every MessageId a delivery names is among the ranks (message history's copies hold each
-    delivered one); deliveries without a whole stored MessageId are not counted, as the exact
-    checks' joins leave them out."""
-    message_id = F.struct(*ID)
-    before = (
-        W.partitionBy(*TOPIC_PARTITION, "consumer")
-        .orderBy("delivery_index")
-        .rowsBetween(W.unboundedPreceding, -1)
-    )
-    whole = (
-        (F.col("ledger_id") >= 0) & F.col("entry_id").isNotNull() & F.col("batch_index").isNotNull()
-    )
-    reads = delivery.filter(whole).select(
-        *TOPIC_PARTITION,
-        "consumer",
-        "subscription",
-        message_id.alias("id"),
-        F.max(message_id).over(before).alias("furthest"),
-    )
-    reach = (
-        reads.filter(F.col("furthest").isNull() | (F.col("id") > F.col("furthest")))
-        .groupBy(*TOPIC_PARTITION, "consumer")
-        .agg(
-            F.count("*").alias("advances"),
-            F.min("id").alias("first"),
-            F.max("id").alias("last"),
-            F.collect_set("subscription").alias("subscriptions"),
-        )
-    )
-    on_partition = reduce(
-        lambda a, b: a & b, [F.col(f"r.{k}") == F.col(f"c.{k}") for k in TOPIC_PARTITION]
-    )
-    ends = (F.col("r.id") == F.col("c.first")) | (F.col("r.id") == F.col("c.last"))
-    looked_up = (
-        ranks.select(*TOPIC_PARTITION, message_id.alias("id"), "rank")
-        .alias("r")
-        .join(F.broadcast(reach.alias("c")), on_partition & ends)
-        .groupBy(
-            *[F.col(f"c.{k}") for k in [*TOPIC_PARTITION, "consumer", "advances", "subscriptions"]]
-        )
-        .agg(
-            F.max(F.when(F.col("r.id") == F.col("c.first"), F.col("r.rank"))).alias("first"),
-            F.max(F.when(F.col("r.id") == F.col("c.last"), F.col("r.rank"))).alias("last"),
-        )
-    )
-    every_one = F.col("advances") == F.col("last") - F.col("first") + 1
-    one_view = F.size("subscriptions") == 1
-    suspects = looked_up.filter(~F.coalesce(every_one & one_view, F.lit(False)))
-    return suspects.select(*TOPIC_PARTITION, "consumer", "subscriptions").collect()
 
 
 def _jumped_over_split(delivery: DataFrame, ranks: DataFrame, split: DataFrame) -> DataFrame:

@@ -6,6 +6,9 @@ import random
 
 from pipeline_events import Cases, ack, anomalies, end, receive, send, summary
 
+from pipelines.detect_order import ranked_ids
+from pipelines.poll_skip_readers import suspect_readers
+
 
 def _sent_and_acked(*seqs: int) -> list[dict]:
     return [e for s in seqs for e in (send(s, s), ack(s, s + 0.5))]
@@ -173,10 +176,53 @@ def test_acks_arriving_out_of_send_order_are_not_a_nonmonotonic_send(runs):
     assert (row["nonmonotonic_send"], row["valid"]) == (0, "true")
 
 
+@CASES.case
+def lowest_read_after_a_shared_one() -> list[dict]:
+    """c and d share s1; c gets 3 (d got it too), then 1, then 4: its view is 1, 2, 4 (3 is
+    not its own), so it jumped over 2, although it never went past a MessageId it had not
+    got counting from its first delivery."""
+    reads = [
+        receive(3, 10, consumer="c"),
+        receive(1, 11, consumer="c"),
+        receive(4, 12, consumer="c"),
+    ]
+    return [*_sent_and_acked(1, 2, 3, 4), *reads, receive(3, 13, consumer="d")]
+
+
+@CASES.case
+def a_reader_in_two_subscriptions() -> list[dict]:
+    """c reads 1–5 alone in A, then 1 and 4 in B, which it shares with d (who got 5): c's
+    view in B is 1–4, and it jumped over 2–3 there."""
+    alone = [receive(s, 10 + s, consumer="c", subscription="A") for s in range(1, 6)]
+    shared = [receive(s, 20 + s, consumer="c", subscription="B") for s in (1, 4)]
+    other = receive(5, 30, consumer="d", subscription="B")
+    return [*_sent_and_acked(1, 2, 3, 4, 5), *alone, *shared, other]
+
+
+def test_a_reader_whose_deliveries_cover_its_range_still_skips_in_its_shared_view(runs):
+    _, gold = runs[lowest_read_after_a_shared_one]
+    assert anomalies(gold, "poll_skip") == [("s1", -1, "p1", "poll_skip", 2, 2, 1)]
+    _, gold = runs[a_reader_in_two_subscriptions]
+    assert anomalies(gold, "poll_skip") == [("B", -1, "p1", "poll_skip", 2, 3, 2)]
+
+
+def test_only_readers_that_may_have_jumped_are_checked_exactly(runs):
+    def suspects(case) -> list[tuple]:
+        silver, _ = runs[case]
+        found = suspect_readers(silver.delivery, ranked_ids(silver.message_history))
+        return sorted((s.consumer, s.subscriptions) for s in found)
+
+    assert suspects("clean_read") == []
+    assert suspects(jump_got_later_or_never) == [("c1", ["s1"]), ("c2", ["s2"])]
+    # each reads past a stored MessageId it did not get: suspects (c2's jumps are not skips)
+    assert [c for c, _ in suspects(shared_splitting_entries)] == ["c1", "c2", "c3"]
+    assert suspects(a_reader_in_two_subscriptions) == [("c", ["A", "B"])]  # d got one
+
+
 # Poll skip against its definition, written out in Python, on random reads: one reader alone,
-# two sharing a subscription, and a reader named in two subscriptions. The job checks only
-# the readers that may have jumped (`pipelines.detect_order._suspects`); these cases pin that
-# what it leaves out could not have jumped.
+# two sharing a subscription, a reader named in two subscriptions. The job checks exactly
+# only the readers `pipelines.poll_skip_readers` suspects; these runs compare what it finds
+# with the definition, on runs with and without skips.
 RANDOM_READS = 30
 
 
@@ -199,6 +245,9 @@ def _random_reads(rng: random.Random) -> list[dict]:
             if len(got) > 1:
                 i = rng.randrange(len(got) - 1)
                 got[i], got[i + 1] = got[i + 1], got[i]
+        if len(got) > 2 and rng.random() < 0.3:  # one read moved back, several places
+            j = rng.randrange(2, len(got))
+            got.insert(rng.randrange(j - 1), got.pop(j))
         if got and rng.random() < 0.3:
             got.append(rng.choice(got))
         return got
@@ -287,7 +336,11 @@ for _i in range(RANDOM_READS):
 
 
 def test_poll_skips_of_random_reads_are_those_of_the_definition(runs):
-    for i in range(RANDOM_READS):
-        events = _random_reads(random.Random(i))
+    expected = [_skips_by_definition(_random_reads(random.Random(i))) for i in range(RANDOM_READS)]
+    for i, rows in enumerate(expected):
         _, gold = runs[f"random_reads_{i}"]
-        assert anomalies(gold, "poll_skip") == _skips_by_definition(events), f"case {i}"
+        assert anomalies(gold, "poll_skip") == rows, f"case {i}"
+    with_skips = sum(bool(rows) for rows in expected)
+    assert 20 <= with_skips <= RANDOM_READS - 3  # runs with skips and runs without
+    subscriptions = {row[0] for rows in expected for row in rows}
+    assert subscriptions == {"alone", "shared", "side", "first", "second"}
