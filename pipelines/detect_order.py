@@ -75,9 +75,10 @@ def detect_poll_skip(
     keep: how the caller keeps the deliveries of the suspect readers
     (`pipelines.poll_skip_readers`), which the checks read several times.
 
-    Runs two small Spark jobs while it builds the plan (which readers are suspects, collected:
-    one row per reader). Every MessageId a delivery names must be among message history's
-    copies, as silver builds them (`build_message_history` from the same deliveries)."""
+    Runs two Spark jobs while it builds the plan (which readers are suspects: a sort of every
+    delivery, a scan of the ranks, small results collected: one row per reader). Every
+    MessageId a delivery names must be among message history's copies, as silver builds
+    them (`build_message_history` from the same deliveries)."""
     ranks = ranked_ids(message_history) if ranks is None else ranks
     # The exact checks below only for the readers that may have jumped (in a run without
     # skips, none) and, on a split partition, the other readers of their subscription there.

@@ -173,8 +173,9 @@ def detect_anomalies(
     deliveries in order, the stored MessageIds' ranks: the poll skip reads each four times;
     the deliveries of the readers it suspects of a skip).
 
-    Not wholly lazy: the poll skip finds which readers it must check exactly with two small
-    Spark jobs while the plan is built (`pipelines.poll_skip_readers`; one row per reader).
+    Not wholly lazy: the poll skip finds which readers it must check exactly with two Spark
+    jobs while the plan is built (`pipelines.poll_skip_readers`; collected, one row per
+    reader).
     """
     if TYPED in checks:
         typed = with_subscription_type(delivery, subscriptions)

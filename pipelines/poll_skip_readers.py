@@ -35,22 +35,29 @@ class Suspect(NamedTuple):
 
 def suspect_readers(delivery: DataFrame, ranks: DataFrame) -> list[Suspect]:
     """The readers of a partition that may have jumped over a stored MessageId, with every
-    subscription their deliveries there name; no other reader can have, alone or sharing a
-    subscription. Two small collects (one row per reader, then two rank look-ups per
-    reader), no per-message rows.
+    subscription their deliveries there with a whole MessageId name; no other reader can
+    have, alone or sharing a subscription. Two Spark jobs (a sort of every delivery, a scan
+    of the ranks) whose collected results are small: one row per reader, then at most two
+    rank rows per reader; no per-message rows.
 
     A delivery advances when its MessageId is above every one the consumer got before on the
-    partition (its first one does). A reader is cleared when its advancing deliveries are as
-    many as the stored MessageIds from the lowest MessageId it got to the highest, and its
-    deliveries there name one subscription. Then it got every one of them in storage order,
-    the lowest first: its furthest rank never rose by more than one (no jump alone), and in
-    its view of a shared partition every MessageId between two of its own deliveries came to
-    it before the later one (no jump there either). A reader whose lowest or highest
-    MessageId is not among `ranks` stays a suspect (the exact checks then judge it).
+    partition (its first one does). Advancing MessageIds rise strictly and lie between the
+    lowest and the highest the reader got, so there are at most as many as the stored
+    MessageIds (dense ranks) from the lowest to the highest. A reader is cleared when there
+    are exactly that many and its deliveries there name one subscription. Then it got every
+    stored MessageId of that span in storage order, the lowest first: its furthest rank never
+    rose by more than one (no jump alone), and in its view of a shared partition every
+    MessageId between two of its own deliveries came to it before the later one (no jump
+    there either). One subscription, because both exact checks walk a reader across its
+    subscriptions on the partition: with one, all of its deliveries are in one group, alone
+    or shared. A reader whose lowest or highest MessageId is not among `ranks` stays a
+    suspect (the exact checks then judge it).
 
-    delivery: the deliveries the poll skip reads; ranks: `ranked_ids` of message history.
-    Deliveries without a whole stored MessageId are not counted, as the exact checks' joins
-    leave them out."""
+    delivery: the deliveries the poll skip reads; ranks: `ranked_ids` of message history,
+    which must hold every stored MessageId a delivery names (silver builds message history
+    from the same deliveries): a middle MessageId missing from it would count as an advance
+    here and be left out of the exact checks' joins. Deliveries without a whole stored
+    MessageId are not counted, as those joins leave them out too."""
     message_id = F.struct(*ID)
     before = W.partitionBy(*READER).orderBy("delivery_index").rowsBetween(W.unboundedPreceding, -1)
     whole = (
