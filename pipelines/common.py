@@ -23,6 +23,10 @@ BLOCK_KEY = ["run_id", "topic", "subscription", "partition", "producer", "kind"]
 SUBSCRIPTION_ENTRY = ["subscription", "deliveries", "first_ts", "last_ts"]
 # A client's own order: ts, ties broken by event_index, then input position for determinism.
 EVENT_ORDER = ["ts", "event_index", "source_file", "line_number"]
+# A topic partition of a run; a reader of it (one consumer's deliveries there); a MessageId.
+TOPIC_PARTITION = ["run_id", "topic", "partition"]
+READER = [*TOPIC_PARTITION, "consumer"]
+ID = ["ledger_id", "entry_id", "batch_index"]
 
 
 # Conditions are functions: a Column needs an active Spark session, import time has none.

@@ -19,7 +19,10 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from pipelines.common import (
+    ID,
     MESSAGE_KEY,
+    READER,
+    TOPIC_PARTITION,
     Found,
     from_producer,
     plural,
@@ -28,13 +31,7 @@ from pipelines.common import (
     to_anomalies,
     was_or_were,
 )
-from pipelines.poll_skip_readers import (
-    ID,
-    PARTITION_FIELDS,
-    READER,
-    TOPIC_PARTITION,
-    suspect_readers,
-)
+from pipelines.poll_skip_readers import PARTITION_FIELDS, suspect_readers
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.spark import same_keys
 

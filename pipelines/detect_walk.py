@@ -19,10 +19,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from pipelines.common import Found, blocks_of, from_producer, plural, seq_range
+from pipelines.common import ID, READER, Found, blocks_of, from_producer, plural, seq_range
 
-CONSUMER_PARTITION = ["run_id", "topic", "partition", "consumer"]
-ID = ["ledger_id", "entry_id", "batch_index"]
 # Types whose consumers walk a partition alone, in storage order (null: the trace names none).
 ORDERED_TYPES = ("Exclusive", "Failover")
 SPLITTING_TYPES = ("Shared", "Key_Shared")
@@ -39,14 +37,14 @@ def _walked(delivery: DataFrame) -> DataFrame:
     """Each delivery with the previous seq of its producer, the previous MessageId of its
     partition (both in the consumer's own order) and whether it is the consumer's first
     receipt of that message and of that MessageId."""
-    by_index = W.partitionBy(*CONSUMER_PARTITION).orderBy("delivery_index")
+    by_index = W.partitionBy(*READER).orderBy("delivery_index")
     previous = by_index.rowsBetween(-1, -1)
     previous_of_producer = (
-        W.partitionBy(*CONSUMER_PARTITION, "producer").orderBy("delivery_index").rowsBetween(-1, -1)
+        W.partitionBy(*READER, "producer").orderBy("delivery_index").rowsBetween(-1, -1)
     )
     every = W.unboundedPreceding, W.unboundedFollowing
-    same_seq = W.partitionBy(*CONSUMER_PARTITION, "producer", "seq").rowsBetween(*every)
-    same_id = W.partitionBy(*CONSUMER_PARTITION, *ID).rowsBetween(*every)
+    same_seq = W.partitionBy(*READER, "producer", "seq").rowsBetween(*every)
+    same_id = W.partitionBy(*READER, *ID).rowsBetween(*every)
     message_id = F.when(F.col("ledger_id") >= 0, F.struct(*ID))
     return delivery.select(
         "*",

@@ -15,11 +15,9 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
+from pipelines.common import ID, READER, TOPIC_PARTITION
 from pulsar_audit.local_frames import local_frame
 
-TOPIC_PARTITION = ["run_id", "topic", "partition"]
-ID = ["ledger_id", "entry_id", "batch_index"]
-READER = [*TOPIC_PARTITION, "consumer"]
 PARTITION_FIELDS = "run_id string, topic string, partition int"
 
 
