@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -333,7 +334,15 @@ def _ingest_batch(
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
     if source.stages_raw_lines:
-        staged = checkpointed(source.stage(source.read(spark, batch), batch))
+        # on disk, not in memory first: a large batch's staged rows (~600 bytes each as
+        # objects: 3 GB for the 5.4 million records of a 10^6-message trace) did not fit in
+        # a local driver's memory, so Spark stored part of them as objects, estimated their
+        # size, then wrote the rest to disk anyway; serialized straight to disk, the ingest
+        # of that trace took 101.5 -> 84.7 s (columnar, three processes each, alternated;
+        # docs/performance.md, "Session 49")
+        staged = checkpointed(
+            source.stage(source.read(spark, batch), batch), StorageLevel.DISK_ONLY
+        )
         offsets = block_offsets(staged)
         lines_read = lines_per_file(offsets, paths)
         numbered = number_lines(staged, offsets)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from pyspark import SparkContext
+from pyspark import SparkContext, StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -480,14 +480,18 @@ def observed_metrics(observation: Observation, *names: str) -> dict[str, object]
     return {name: metrics.get(name) for name in names}
 
 
-def checkpointed(df: DataFrame) -> DataFrame:
+def checkpointed(df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
     """`df` computed once and kept (memory, then disk) as a frame with a one-node plan.
 
     For a frame several jobs read whose plan is expensive to carry: a persisted frame keeps
     its whole plan, which every job built on it analyzes and matches against the cache again
     (seconds per job for the trace parse or the log pattern chain); a checkpoint does not.
+
+    level: where its blocks go; None: Spark's default for a local checkpoint (rows as objects
+    in memory, what does not fit on disk). `StorageLevel.DISK_ONLY` for a frame of many wide
+    rows that would not fit in memory anyway (the ingest's staged rows).
     """
-    return df.localCheckpoint(eager=True)
+    return df.localCheckpoint(eager=True, storageLevel=level)
 
 
 def without_estimate(df: DataFrame) -> DataFrame:
