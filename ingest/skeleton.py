@@ -334,12 +334,13 @@ def _ingest_batch(
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
     if source.stages_raw_lines:
-        # on disk, not in memory first: a large batch's staged rows (~600 bytes each as
-        # objects: 3 GB for the 5.4 million records of a 10^6-message trace) did not fit in
-        # a local driver's memory, so Spark stored part of them as objects, estimated their
-        # size, then wrote the rest to disk anyway; serialized straight to disk, the ingest
-        # of that trace took 101.5 -> 84.7 s (columnar, three processes each, alternated;
-        # docs/performance.md, "Session 49")
+        # on disk, not in memory first: the staged rows of a batch of many records do not
+        # fit in a local driver's memory (a 10^6-message columnar trace, one batch of 5.4
+        # million records: one partition of 2.6 million rows held 1,576 MB as objects, the
+        # other spilled), so Spark kept part of them as objects and wrote the rest to disk
+        # anyway; serialized straight to disk, that trace's ingest took 101.5 -> 84.7 s
+        # (three processes each, alternated; JSONL, whose batches hold fewer records:
+        # unchanged; docs/performance.md, "Session 49")
         staged = checkpointed(
             source.stage(source.read(spark, batch), batch), StorageLevel.DISK_ONLY
         )

@@ -481,7 +481,7 @@ def observed_metrics(observation: Observation, *names: str) -> dict[str, object]
 
 
 def checkpointed(df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
-    """`df` computed once and kept (memory, then disk) as a frame with a one-node plan.
+    """`df` computed once and kept (at `level`) as a frame with a one-node plan.
 
     For a frame several jobs read whose plan is expensive to carry: a persisted frame keeps
     its whole plan, which every job built on it analyzes and matches against the cache again
