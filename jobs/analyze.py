@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from checks.warm import warm_up_in_background
 from ingest.inputs import Inputs, list_inputs
 from jobs import receipt
 from jobs.context import Context
@@ -256,7 +256,6 @@ def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
     the input's session settings that a running session takes apply to this job only and are
     restored after it, so the questions and jobs after it see the server's own.
     """
-    from checks.gx import warm_up
     from pulsar_audit.spark import (
         SMALL_INPUT_CONF,
         for_input,
@@ -271,8 +270,7 @@ def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
     spark = running_session()
     if spark is None:
         ctx.config = sized
-        # the checks' GX context is built while the JVM starts (both take seconds)
-        threading.Thread(target=warm_up, name="gx-warm-up", daemon=True).start()
+        warm_up_in_background()  # GX while the JVM starts (both take seconds)
         return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
     # the running session as it is (not rebuilt from the config, which would set the config's
     # values on it); of the small-input settings, those it can take now and the config does

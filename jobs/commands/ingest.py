@@ -9,9 +9,11 @@ from pulsar_audit.output import format_table
 
 
 def cmd_ingest_traces(ctx: Context) -> int:
+    from checks.warm import warm_up_in_background
     from jobs.ingest import ingest_traces
 
     path = ctx.input_path()
+    warm_up_in_background()  # GX while the JVM starts (both take seconds)
     report = ingest_traces(ctx.lakehouse, path, ctx.progress())
     result = report.as_dict()
     ctx.emit(result, _ingest_text)
