@@ -6,8 +6,9 @@ import random
 
 from pipeline_events import Cases, ack, anomalies, end, receive, send, summary
 
-from pipelines.detect_order import ranked_ids
+from pipelines.detect_order import detect_poll_skip, ranked_ids
 from pipelines.poll_skip_readers import suspect_readers
+from pulsar_audit.schemas import ANOMALIES
 
 
 def _sent_and_acked(*seqs: int) -> list[dict]:
@@ -217,6 +218,12 @@ def test_only_readers_that_may_have_jumped_are_checked_exactly(runs):
     # each reads past a stored MessageId it did not get: suspects (c2's jumps are not skips)
     assert [c for c, _ in suspects(shared_splitting_entries)] == ["c1", "c2", "c3"]
     assert suspects(a_reader_in_two_subscriptions) == [("c", ["A", "B"])]  # d got one
+    # no suspect: no exact check is built, the detector's frame is an empty literal one
+    silver, _ = runs["clean_read"]
+    clean = detect_poll_skip(silver.message_history, silver.delivery)
+    assert clean.columns == ANOMALIES.fieldNames()
+    assert clean._jdf.queryExecution().logical().nodeName() == "LocalRelation"  # noqa: SLF001
+    assert clean.isEmpty()
 
 
 # Poll skip against its definition, written out in Python, on random reads: one reader alone,
