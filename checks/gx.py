@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,8 +29,19 @@ class Outcome:
     unexpected_index: list[dict[str, Any]]
 
 
-@lru_cache(maxsize=1)
+# The warm-up thread (checks/warm.py) may still be building the context when a job's first
+# validation asks for it: that caller waits for the build instead of making a second one.
+_CONTEXT_LOCK = threading.Lock()
+
+
 def _context() -> Any:
+    """The process's one GX context, built on first use."""
+    with _CONTEXT_LOCK:
+        return _built_context()
+
+
+@lru_cache(maxsize=1)
+def _built_context() -> Any:
     for name in list(logging.root.manager.loggerDict):
         if name.startswith("great_expectations"):
             logging.getLogger(name).setLevel(logging.ERROR)
@@ -39,11 +52,10 @@ def _context() -> Any:
 
 def warm_up() -> None:
     """Build the context now (importing GX and making its context take seconds): for a job
-    to run in a thread while the JVM starts. A failure here is raised again by `validate`."""
-    try:
+    to run in a thread while the JVM starts. A failure here is raised again by `validate`
+    (a failed build is not cached)."""
+    with contextlib.suppress(Exception):  # the first real validation reports it
         _context()
-    except Exception:  # noqa: BLE001 - the first real validation reports it
-        _context.cache_clear()
 
 
 def validate(

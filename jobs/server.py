@@ -28,6 +28,7 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
+from checks.warm import warm_up_in_background
 from jobs import context
 from jobs import server_link as link
 from jobs.receipt import code_fingerprint
@@ -130,8 +131,10 @@ class Server:
 
         begun = time.monotonic()
         self.parser = build_parser()
+        checks = warm_up_in_background()  # GX while the JVM starts (both take seconds)
         _ = self.ctx.spark  # the JVM, Spark and Delta: what every cold question pays
         self._warm_up()
+        checks.join()
         self.ready_s = time.monotonic() - begun
         self.config.lakehouse_path.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
@@ -253,15 +256,12 @@ class Server:
 
     def _warm_up(self) -> None:
         """Answer two questions into the void: loads the classes and the Delta logs every
-        later question uses, so that the first real one is warm too; and build the checks'
-        GX context an `analyze` needs (seconds, once)."""
-        from checks.gx import warm_up
-
+        later question uses, so that the first real one is warm too (the checks' GX context
+        an `analyze` needs is built beside, `serve`)."""
         sink = open(os.devnull, "w")  # noqa: SIM115 - closed below
         with sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             for question in (["summary"], ["sql", "select count(*) from gold.anomalies"]):
                 run_command(self.parser, [*question, *self.common_argv])
-            warm_up()
 
 
 def main(argv: list[str] | None = None) -> int:

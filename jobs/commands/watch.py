@@ -33,10 +33,12 @@ def default_checkpoint(ctx: Context, path: str) -> str:
 
 
 def cmd_watch(ctx: Context) -> int:
+    from checks.warm import warm_up_in_background
     from jobs.live import WatchOptions, watch
 
     args = ctx.args
     path = ctx.input_path()
+    warm_up_in_background()  # GX while the JVM starts (both take seconds)
     stop = threading.Event()  # SIGTERM: leave (analyze, reconcile) once no micro-batch runs
     if threading.current_thread() is threading.main_thread():  # only there can it be caught
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
