@@ -37,15 +37,16 @@ print(who)
 """
 
 
+def _python(code: str, *args: str) -> subprocess.CompletedProcess:
+    """`code` run by a new interpreter in the repo (nothing of GX imported yet)."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+
+
 def test_a_cold_analyze_imports_gx_in_the_warm_up_thread(tmp_path):
     # on the main thread, GX's 2 s of import came before the JVM's start instead of beside it
-    out = subprocess.run(
-        [sys.executable, "-c", _WHO_IMPORTS_GX, str(tmp_path / "lakehouse")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = _python(_WHO_IMPORTS_GX, str(tmp_path / "lakehouse"))
     assert out.stdout.strip() == "['gx-warm-up']"
 
 
@@ -56,9 +57,7 @@ def test_the_warm_up_thread_builds_the_checks_context():
         "from checks import gx; "
         "print(t.name, t.is_alive(), gx._built_context.cache_info().currsize)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
+    out = _python(code)
     assert out.stdout.strip() == "gx-warm-up False 1"
 
 
@@ -73,8 +72,6 @@ def test_a_failed_warm_up_is_left_to_the_first_validation():
         "except ImportError as e:\n"
         "    print('ImportError', e.name)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    )
+    out = _python(code)
     assert out.stdout.split() == ["False", "ImportError", "great_expectations"]
     assert out.stderr == ""
