@@ -11,10 +11,16 @@ from pulsar_audit.output import format_table
 def cmd_ingest_traces(ctx: Context) -> int:
     from checks.warm import warm_up_in_background
     from jobs.ingest import ingest_traces
+    from pulsar_audit.spark import for_input, local_input_bytes, running_session, session_settings
 
     path = ctx.input_path()
+    if "spark" not in vars(ctx) and running_session() is None:
+        # a small local input gets the small-input session, as `analyze` gives it
+        ctx.config = for_input(ctx.config, local_input_bytes(path))
     warm_up_in_background()  # GX while the JVM starts (both take seconds)
-    report = ingest_traces(ctx.lakehouse, path, ctx.progress())
+    lakehouse = ctx.lakehouse
+    with session_settings(lakehouse.spark, ctx.config.spark.ingest_conf):
+        report = ingest_traces(lakehouse, path, ctx.progress())
     result = report.as_dict()
     ctx.emit(result, _ingest_text)
     return EXIT_OK
