@@ -1,9 +1,9 @@
 """`pulsar-audit ingest traces` started cold: the session a small local input gets.
 
 Run in a new interpreter (the test process already runs a Spark session, which a command
-shares as it is); the ingest itself is replaced by a recorder, and the lakehouse by one whose
-session's settings are a dict: what is checked is the config the command's Spark would start
-from and the settings around the ingest.
+would share instead of starting its own); the ingest itself is replaced by a recorder, and
+the lakehouse by one whose session's settings are a dict: what is checked is the config the
+command's Spark would start from and the settings around the ingest.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def recorder(lakehouse, path, progress):
     return types.SimpleNamespace(as_dict=lambda: {})
 
 jobs.ingest.ingest_traces = recorder
-args = argparse.Namespace(path=sys.argv[1], lakehouse=sys.argv[2], json=True, verbose=False)
+args = argparse.Namespace(
+    path=sys.argv[1], env="local", lakehouse=sys.argv[2], json=True, verbose=False
+)
 ctx = Context(args)
 ctx.__dict__["lakehouse"] = types.SimpleNamespace(spark=types.SimpleNamespace(conf=Conf()))
 cmd_ingest_traces(ctx)
@@ -53,6 +55,7 @@ def test_a_small_local_trace_gets_the_small_input_session_as_in_analyze(tmp_path
         capture_output=True,
         text=True,
         check=True,
+        timeout=300,
     )
     partitions, conf, during, after = json.loads(out.stdout.splitlines()[-1])
     assert partitions == 1
