@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checks.warm import warm_up_in_background
 from ingest.inputs import Inputs, list_inputs
 from jobs import receipt
 from jobs.context import Context
@@ -249,39 +248,9 @@ def _commit(lakehouse: DeferredLakehouse, progress: Progress | None) -> None:
 
 
 def analyze_path(ctx: Context, path: str | Path) -> dict[str, Any]:
-    """`analyze` for a command's context (config and lakehouse already chosen).
-
-    When Spark is not started yet, a small local input gets the small-input session. When
-    this process runs a session already (the warm server, jobs/server.py), the job shares it:
-    the input's session settings that a running session takes apply to this job only and are
-    restored after it, so the questions and jobs after it see the server's own.
-    """
-    from pulsar_audit.spark import (
-        SMALL_INPUT_CONF,
-        for_input,
-        running_session,
-        runtime_settings,
-        session_settings,
-    )
-
-    if "spark" in vars(ctx):  # Context.spark is built on first use: here, already
-        return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
-    sized = for_input(ctx.config, local_input_bytes(str(path)))
-    spark = running_session()
-    if spark is None:
-        ctx.config = sized
-        warm_up_in_background()  # GX while the JVM starts (both take seconds)
-        return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())
-    # the running session as it is (not rebuilt from the config, which would set the config's
-    # values on it); of the small-input settings, those it can take now and the config does
-    # not set itself (the session holds the config's own already)
-    ctx.spark = spark
-    small = {k: v for k, v in SMALL_INPUT_CONF.items() if k not in ctx.config.spark.conf}
-    settings = runtime_settings(small) if sized is not ctx.config else {}
-    settings = {k: v for k, v in settings.items() if spark.conf.isModifiable(k)}
-    # the ingest's own settings travel in the config (jobs/ingest.py scopes them itself)
-    ctx.config = replace(
-        ctx.config, spark=replace(ctx.config.spark, ingest_conf=sized.spark.ingest_conf)
-    )
-    with session_settings(spark, settings):
+    """`analyze` for a command's context (config and lakehouse already chosen), in the
+    session its input calls for (`Context.sized_for`: the small-input session for a small
+    local input when Spark is not started yet; a running session's, e.g. the warm server's,
+    with the input's settings for this job only)."""
+    with ctx.sized_for(str(path)):
         return analyze(ctx.lakehouse, ctx.config, path, ctx.progress())

@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -73,6 +75,50 @@ class Context:
         from pulsar_audit.delta_io import Lakehouse
 
         return Lakehouse(self.spark, self.config)
+
+    @contextmanager
+    def sized_for(self, path: str) -> Iterator[None]:
+        """The session a job on the input `path` runs in, for the `with` block.
+
+        When Spark is not started yet, a small local input gets the small-input session
+        (pulsar_audit.spark.for_input), and GX's context is built while the JVM starts. When
+        this process runs a session already (the warm server, jobs/server.py; a `shell` line
+        after another), the job shares it: the input's settings that a running session takes
+        apply inside the block only, so the questions and jobs after it see the session's own.
+        Either way the ingest's own settings travel in `config.spark.ingest_conf`. A context
+        whose session is built already keeps it as it is.
+        """
+        from checks.warm import warm_up_in_background
+        from pulsar_audit.spark import (
+            SMALL_INPUT_CONF,
+            for_input,
+            local_input_bytes,
+            running_session,
+            runtime_settings,
+            session_settings,
+        )
+
+        if "spark" in vars(self):  # built on first use: here, already
+            yield
+            return
+        sized = for_input(self.config, local_input_bytes(str(path)))
+        spark = running_session()
+        if spark is None:
+            self.config = sized
+            warm_up_in_background()  # GX while the JVM starts (both take seconds)
+            yield
+            return
+        # the running session as it is (not rebuilt from the config, which would set the
+        # config's values on it); of the small-input settings, those it can take now and the
+        # config does not set itself (the session holds the config's own already)
+        self.spark = spark
+        small = {k: v for k, v in SMALL_INPUT_CONF.items() if k not in self.config.spark.conf}
+        settings = runtime_settings(small) if sized is not self.config else {}
+        settings = {k: v for k, v in settings.items() if spark.conf.isModifiable(k)}
+        own = replace(self.config.spark, ingest_conf=sized.spark.ingest_conf)
+        self.config = replace(self.config, spark=own)
+        with session_settings(spark, settings):
+            yield
 
     def emit(self, result: Any, text: Callable[[Any], str]) -> None:
         if getattr(self.args, "json", False):

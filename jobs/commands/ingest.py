@@ -9,18 +9,16 @@ from pulsar_audit.output import format_table
 
 
 def cmd_ingest_traces(ctx: Context) -> int:
-    from checks.warm import warm_up_in_background
     from jobs.ingest import ingest_traces
-    from pulsar_audit.spark import for_input, local_input_bytes, running_session, session_settings
+    from pulsar_audit.spark import session_settings
 
     path = ctx.input_path()
-    if "spark" not in vars(ctx) and running_session() is None:
-        # a small local input gets the small-input session, as `analyze` gives it
-        ctx.config = for_input(ctx.config, local_input_bytes(path))
-    warm_up_in_background()  # GX while the JVM starts (both take seconds)
-    lakehouse = ctx.lakehouse
-    with session_settings(lakehouse.spark, ctx.config.spark.ingest_conf):
-        report = ingest_traces(lakehouse, path, ctx.progress())
+    # the session `analyze` would give this input, and inside it the ingest's own settings
+    with (
+        ctx.sized_for(path),
+        session_settings(ctx.lakehouse.spark, ctx.config.spark.ingest_conf),
+    ):
+        report = ingest_traces(ctx.lakehouse, path, ctx.progress())
     result = report.as_dict()
     ctx.emit(result, _ingest_text)
     return EXIT_OK
@@ -38,7 +36,8 @@ def cmd_ingest_logs(ctx: Context) -> int:
 
     args = ctx.args
     path = ctx.input_path()
-    report = ingest_logs(ctx.lakehouse, path, args.source, args.host, ctx.progress(), args.tz)
+    with ctx.sized_for(path):  # a few log files: the small-input session
+        report = ingest_logs(ctx.lakehouse, path, args.source, args.host, ctx.progress(), args.tz)
     ctx.emit(report.as_dict(), _logs_text)
     return EXIT_OK
 
@@ -80,7 +79,8 @@ def cmd_ingest_zk(ctx: Context) -> int:
     from ingest.zk_ingest import ingest_zk
 
     path = ctx.input_path()
-    report = ingest_zk(ctx.lakehouse, path, ctx.progress())
+    with ctx.sized_for(path):  # a few captures: the small-input session
+        report = ingest_zk(ctx.lakehouse, path, ctx.progress())
     ctx.emit(
         report.as_dict(),
         lambda r: format_table(

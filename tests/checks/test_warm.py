@@ -19,20 +19,18 @@ class Spy(importlib.abc.MetaPathFinder):
             who.append(threading.current_thread().name)
         return None
 sys.meta_path.insert(0, Spy())
+import argparse
 import jobs.analyze as job
-from pulsar_audit.config import load_config
-class Ctx:
-    config = load_config(None, sys.argv[1])
-    lakehouse = None
-    def progress(self):
-        return None
+from jobs.context import Context
+ctx = Context(argparse.Namespace(path="examples", lakehouse=sys.argv[1], json=True))
+ctx.__dict__["lakehouse"] = None
 def waits_for_the_warm_up(lakehouse, config, path, progress):
     for thread in threading.enumerate():
         if thread.name == "gx-warm-up":
             thread.join(120)
     return {}
 job.analyze = waits_for_the_warm_up
-job.analyze_path(Ctx(), "examples")
+job.analyze_path(ctx, "examples")
 print(who)
 """
 

@@ -1,4 +1,4 @@
-"""`pulsar-audit ingest traces` started cold: the session a small local input gets.
+"""`pulsar-audit ingest traces|logs|zk` started cold: the session a small local input gets.
 
 Run in a new interpreter (the test process already runs a Spark session, which a command
 would share instead of starting its own); the ingest itself is replaced by a recorder, and
@@ -13,14 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pulsar_audit.spark import GENERATED_CODE_CONF, SMALL_INPUT_CONF
 
 ROOT = Path(__file__).resolve().parents[2]
 
 _COLD_INGEST = """
 import argparse, json, sys, types
-import jobs.ingest
-from jobs.commands.ingest import cmd_ingest_traces
+import ingest.logs, ingest.zk_ingest, jobs.ingest
+from jobs.commands import ingest as commands
 from jobs.context import Context
 
 class Conf(dict):
@@ -30,35 +32,59 @@ class Conf(dict):
         self.pop(key, None)
 
 seen = {}
-def recorder(lakehouse, path, progress):
+def recorder(lakehouse, path, *rest):
     seen.update(lakehouse.spark.conf)
     return types.SimpleNamespace(as_dict=lambda: {})
 
-jobs.ingest.ingest_traces = recorder
+jobs.ingest.ingest_traces = ingest.logs.ingest_logs = ingest.zk_ingest.ingest_zk = recorder
+kind = sys.argv[3]
 args = argparse.Namespace(
-    path=sys.argv[1], env="local", lakehouse=sys.argv[2], json=True, verbose=False
+    path=sys.argv[1], env="local", lakehouse=sys.argv[2], json=True, verbose=False,
+    source="broker", host=None, tz="UTC",
 )
 ctx = Context(args)
 ctx.__dict__["lakehouse"] = types.SimpleNamespace(spark=types.SimpleNamespace(conf=Conf()))
-cmd_ingest_traces(ctx)
+getattr(commands, f"cmd_ingest_{kind}")(ctx)
 spark = ctx.config.spark
 print(json.dumps([spark.shuffle_partitions, spark.conf, seen, ctx.lakehouse.spark.conf]))
 """
 
 
-def test_a_small_local_trace_gets_the_small_input_session_as_in_analyze(tmp_path):
-    trace = tmp_path / "run.jsonl"
-    trace.write_text("x" * (7 << 20))  # above the size from which the ingest compiles its code
+def _cold(kind: str, path: Path, tmp_path: Path) -> list:
+    """[shuffle partitions, session conf, settings during the ingest, settings after it]."""
     out = subprocess.run(
-        [sys.executable, "-c", _COLD_INGEST, str(trace), str(tmp_path / "lakehouse")],
+        [sys.executable, "-c", _COLD_INGEST, str(path), str(tmp_path / "lakehouse"), kind],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
         timeout=300,
     )
-    partitions, conf, during, after = json.loads(out.stdout.splitlines()[-1])
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_a_small_local_trace_gets_the_small_input_session_as_in_analyze(tmp_path):
+    trace = tmp_path / "run.jsonl"
+    trace.write_text("x" * (7 << 20))  # above the size from which the ingest compiles its code
+    partitions, conf, during, after = _cold("traces", trace, tmp_path)
     assert partitions == 1
     assert SMALL_INPUT_CONF.items() <= conf.items()
     assert during == GENERATED_CODE_CONF  # the ingest's own settings, around it only
     assert after == {}
+
+
+@pytest.mark.parametrize(("kind", "name"), [("logs", "broker-1.log"), ("zk", "zk.jsonl")])
+def test_a_few_logs_or_captures_get_the_small_input_session(tmp_path, kind, name):
+    (tmp_path / name).write_text("x" * 1000)
+    partitions, conf, during, after = _cold(kind, tmp_path / name, tmp_path)
+    assert partitions == 1
+    assert SMALL_INPUT_CONF.items() <= conf.items()
+    assert during == after == {}  # no ingest settings of their own
+
+
+def test_a_large_log_keeps_the_env_session(tmp_path):
+    log = tmp_path / "broker-1.log"
+    log.write_text("x" * (33 << 20))  # above the small-input bound
+    partitions, conf, _, _ = _cold("logs", log, tmp_path)
+    assert partitions > 1
+    assert not SMALL_INPUT_CONF.keys() & conf.keys()
