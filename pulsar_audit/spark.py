@@ -94,6 +94,20 @@ SMALL_INPUT_CONF = {
     ),
 }
 
+# The JVM of a local session for a larger input (the driver is the executor here: its
+# threads share the two cores with the tasks'). With HotSpot's defaults (G1, tiered C1/C2)
+# the pipeline of a 10^6-message trace spent ~80-100 CPU s compiling with C2 and ~45 in G1's
+# threads beside ~150-220 of tasks: every stage's generated classes are new code that C2
+# compiles once warm. The throughput collector, and C2 only for code ten times as hot
+# (thresholds 10x / 4x / 10x HotSpot's: the tasks' loops still reach it, most of the
+# planning's and the one-off classes' methods stay in C1), the same rows: the pipeline
+# 187 -> 145 s (docs/performance.md, "Session 51"). C1 only (the small-input session's) made
+# the tasks twice as slow there. The small-input session and a config's own JVM options win.
+LOCAL_JVM_OPTIONS = (
+    "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
+    "-XX:Tier4BackEdgeThreshold=400000"
+)
+
 # The ingest of a small input (the trace parse, the staged rows' writes and checks: wide
 # projections per record) runs with generated code once the input holds some 20,000 records:
 # compiling it costs seconds in the small-input JVM, interpreting the projections costs more
@@ -301,11 +315,15 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         )
     if config.spark.driver_memory:
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)
+    # this process's own JVM runs the tasks (see LOCAL_JVM_OPTIONS)
+    is_local = config.spark.master.startswith("local")
+    local = {"spark.driver.defaultJavaOptions": LOCAL_JVM_OPTIONS} if is_local else {}
     for key, value in {
         **DELTA_CONF,
         "spark.sql.extensions": ",".join(extensions),
         **SQL_CONF,
         **PYTHON_CONF,
+        **local,
         **config.spark.conf,
         **(extra_conf or {}),
     }.items():
