@@ -77,11 +77,12 @@ class Context:
         return Lakehouse(self.spark, self.config)
 
     @contextmanager
-    def sized_for(self, path: str) -> Iterator[None]:
+    def sized_for(self, path: str, checks: bool = True) -> Iterator[None]:
         """The session a job on the input `path` runs in, for the `with` block.
 
         When Spark is not started yet, a small local input gets the small-input session
-        (pulsar_audit.spark.for_input), and GX's context is built while the JVM starts. When
+        (pulsar_audit.spark.for_input), and GX's context (checks: the job validates with GX)
+        is built while the JVM starts. When
         this process runs a session already (the warm server, jobs/server.py; a `shell` line
         after another), the job shares it: the input's settings that a running session takes
         apply inside the block only, so the questions and jobs after it see the session's own.
@@ -101,11 +102,12 @@ class Context:
         if "spark" in vars(self):  # built on first use: here, already
             yield
             return
-        sized = for_input(self.config, local_input_bytes(str(path)))
+        sized = for_input(self.config, local_input_bytes(path))
         spark = running_session()
         if spark is None:
             self.config = sized
-            warm_up_in_background()  # GX while the JVM starts (both take seconds)
+            if checks:
+                warm_up_in_background()  # GX while the JVM starts (both take seconds)
             yield
             return
         # the running session as it is (not rebuilt from the config, which would set the
@@ -118,6 +120,19 @@ class Context:
         own = replace(self.config.spark, ingest_conf=sized.spark.ingest_conf)
         self.config = replace(self.config, spark=own)
         with session_settings(spark, settings):
+            yield
+
+    @contextmanager
+    def ingest_session(self, path: str, checks: bool) -> Iterator[None]:
+        """`sized_for`, and inside it the ingest's own settings (`config.spark.ingest_conf`,
+        e.g. generated code for a mid-sized small input): the session `analyze` gives the
+        ingest of this input (jobs/ingest.py), for an `ingest` command."""
+        from pulsar_audit.spark import session_settings
+
+        with (
+            self.sized_for(path, checks),
+            session_settings(self.lakehouse.spark, self.config.spark.ingest_conf),
+        ):
             yield
 
     def emit(self, result: Any, text: Callable[[Any], str]) -> None:

@@ -6,6 +6,7 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -96,17 +97,40 @@ SMALL_INPUT_CONF = {
 
 # The JVM of a local session for a larger input (the driver is the executor here: its
 # threads share the two cores with the tasks'). With HotSpot's defaults (G1, tiered C1/C2)
-# the pipeline of a 10^6-message trace spent ~80-100 CPU s compiling with C2 and ~45 in G1's
-# threads beside ~150-220 of tasks: every stage's generated classes are new code that C2
-# compiles once warm. The throughput collector, and C2 only for code ten times as hot
-# (thresholds 10x / 4x / 10x HotSpot's: the tasks' loops still reach it, most of the
-# planning's and the one-off classes' methods stay in C1), the same rows: the pipeline
-# 187 -> 145 s (docs/performance.md, "Session 51"). C1 only (the small-input session's) made
-# the tasks twice as slow there. The small-input session and a config's own JVM options win.
+# the pipeline of a 10^6-message trace spent 75-100 CPU s in C2's compilations and ~45 in G1's
+# threads beside 150-220 of tasks: every stage's generated classes are new code that C2
+# compiles once warm. With the throughput collector, and C2 only for methods 4x as often
+# called and loops 10x as long as HotSpot's thresholds (the tasks' loops still reach it; the
+# rest stays in C1's profiled code), the same rows: the pipeline 187 -> 145 s, the whole
+# analyze 243 -> 213 s (docs/performance.md, "Session 51"). C1 only (the small-input
+# session's) made the tasks twice as slow there. The small-input session's options, a config's
+# own `spark.driver.defaultJavaOptions` and a collector chosen anywhere else win (see
+# local_jvm_conf).
 LOCAL_JVM_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
     "-XX:Tier4BackEdgeThreshold=400000"
 )
+# Where else a JVM's options come from: the driver's own in the config, and the environment
+JVM_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions")
+JVM_OPTION_VARIABLES = (
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "SPARK_SUBMIT_OPTS",
+)
+_CHOOSES_A_COLLECTOR = re.compile(r"-XX:[+-]Use\w+GC\b")
+
+
+def local_jvm_conf(conf: dict[str, str]) -> dict[str, str]:
+    """LOCAL_JVM_OPTIONS as a local driver's default options, without the collector when the
+    session's `conf` or the environment chooses one (HotSpot refuses to start with two)."""
+    elsewhere = [conf.get(k, "") for k in JVM_OPTION_KEYS]
+    elsewhere += [os.environ.get(v, "") for v in JVM_OPTION_VARIABLES]
+    options = LOCAL_JVM_OPTIONS
+    if any(_CHOOSES_A_COLLECTOR.search(o) for o in elsewhere):
+        options = _CHOOSES_A_COLLECTOR.sub("", options).strip()
+    return {"spark.driver.defaultJavaOptions": options}
+
 
 # The ingest of a small input (the trace parse, the staged rows' writes and checks: wide
 # projections per record) runs with generated code once the input holds some 20,000 records:
@@ -316,8 +340,8 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
     if config.spark.driver_memory:
         builder = builder.config("spark.driver.memory", config.spark.driver_memory)
     # this process's own JVM runs the tasks (see LOCAL_JVM_OPTIONS)
-    is_local = config.spark.master.startswith("local")
-    local = {"spark.driver.defaultJavaOptions": LOCAL_JVM_OPTIONS} if is_local else {}
+    own = {**config.spark.conf, **(extra_conf or {})}
+    local = local_jvm_conf(own) if config.spark.master.startswith("local") else {}
     for key, value in {
         **DELTA_CONF,
         "spark.sql.extensions": ",".join(extensions),

@@ -10,14 +10,9 @@ from pulsar_audit.output import format_table
 
 def cmd_ingest_traces(ctx: Context) -> int:
     from jobs.ingest import ingest_traces
-    from pulsar_audit.spark import session_settings
 
     path = ctx.input_path()
-    # the session `analyze` would give this input, and inside it the ingest's own settings
-    with (
-        ctx.sized_for(path),
-        session_settings(ctx.lakehouse.spark, ctx.config.spark.ingest_conf),
-    ):
+    with ctx.ingest_session(path, checks=True):  # the session analyze gives this ingest
         report = ingest_traces(ctx.lakehouse, path, ctx.progress())
     result = report.as_dict()
     ctx.emit(result, _ingest_text)
@@ -36,7 +31,7 @@ def cmd_ingest_logs(ctx: Context) -> int:
 
     args = ctx.args
     path = ctx.input_path()
-    with ctx.sized_for(path):  # a few log files: the small-input session
+    with ctx.ingest_session(path, checks=False):  # the session analyze gives this ingest
         report = ingest_logs(ctx.lakehouse, path, args.source, args.host, ctx.progress(), args.tz)
     ctx.emit(report.as_dict(), _logs_text)
     return EXIT_OK
@@ -79,7 +74,7 @@ def cmd_ingest_zk(ctx: Context) -> int:
     from ingest.zk_ingest import ingest_zk
 
     path = ctx.input_path()
-    with ctx.sized_for(path):  # a few captures: the small-input session
+    with ctx.ingest_session(path, checks=False):  # the session analyze gives this ingest
         report = ingest_zk(ctx.lakehouse, path, ctx.progress())
     ctx.emit(
         report.as_dict(),

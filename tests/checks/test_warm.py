@@ -22,7 +22,7 @@ sys.meta_path.insert(0, Spy())
 import argparse
 import jobs.analyze as job
 from jobs.context import Context
-ctx = Context(argparse.Namespace(path="examples", lakehouse=sys.argv[1], json=True))
+ctx = Context(argparse.Namespace(path="examples", env="local", lakehouse=sys.argv[1], json=True))
 ctx.__dict__["lakehouse"] = None
 def waits_for_the_warm_up(lakehouse, config, path, progress):
     for thread in threading.enumerate():
@@ -38,7 +38,12 @@ print(who)
 def _python(code: str, *args: str) -> subprocess.CompletedProcess:
     """`code` run by a new interpreter in the repo (nothing of GX imported yet)."""
     return subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
 
 

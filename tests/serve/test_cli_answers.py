@@ -204,6 +204,39 @@ def test_analyze_in_a_running_session_takes_the_input_settings_for_itself(
     assert after == own
 
 
+def test_ingest_traces_in_a_running_session_takes_the_input_settings_for_itself(
+    spark, tmp_path, capsys, monkeypatch
+):
+    """As `analyze` above: `ingest traces` of a small input in a running session ingests with
+    the small-input settings, and leaves the session's own as they were (it used to rebuild
+    the session from the config, which set the config's values on it for good)."""
+    import jobs.ingest
+
+    own = {
+        "spark.sql.shuffle.partitions": "3",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.codegen.factoryMode": "FALLBACK",
+    }
+    seen: dict[str, str] = {}
+    job = jobs.ingest.ingest_traces
+
+    def watched(lakehouse, *args):  # noqa: ANN001, ANN002, ANN202
+        seen.update({key: lakehouse.spark.conf.get(key) for key in own})
+        return job(lakehouse, *args)
+
+    monkeypatch.setattr(jobs.ingest, "ingest_traces", watched)
+    root = tmp_path / "lh"
+    with session_settings(spark, own):
+        capsys.readouterr()
+        code = main(["ingest", "traces", str(EXAMPLES / "synthetic"), "--lakehouse", str(root)])
+        out = capsys.readouterr().out
+        after = {key: spark.conf.get(key) for key in own}
+    assert code == 0
+    assert SYNTHETIC_RUN in out
+    assert seen == {key: SMALL_INPUT_CONF[key] for key in own}
+    assert after == own
+
+
 def _block(text: str, title: str) -> list[str]:
     """The lines under the line `title`, up to the next blank line."""
     lines = text.splitlines()
