@@ -4,6 +4,7 @@ shows every finding of a run with repeated events as one row, `analyze PATH` sho
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -171,68 +172,43 @@ def test_analyze_path_reports_the_runs_of_path_only(examples_lakehouse, capsys):
     assert found and {f["run_id"] for f in found} == {SYNTHETIC_RUN}
 
 
-def test_analyze_in_a_running_session_takes_the_input_settings_for_itself(
-    spark, tmp_path, capsys, monkeypatch
+@pytest.mark.parametrize(
+    ("command", "module", "job"),
+    [
+        (["analyze"], "jobs.analyze", "analyze"),
+        (["ingest", "traces"], "jobs.ingest", "ingest_traces"),
+    ],
+)
+def test_a_command_in_a_running_session_takes_the_input_settings_for_itself(
+    spark, tmp_path, capsys, monkeypatch, command, module, job
 ):
     """In a process whose Spark session runs already (the warm server's; here the tests'), a
-    small input's `analyze` runs with the small-input settings, and the session's own are
-    back after it."""
-    import jobs.analyze
-
+    small input's `analyze` or `ingest traces` runs with the small-input settings, and the
+    session's own are back after it (`ingest traces` used to rebuild the session from the
+    config, which set the config's values on it for good)."""
     own = {
         "spark.sql.shuffle.partitions": "3",
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.codegen.factoryMode": "FALLBACK",
     }
     seen: dict[str, str] = {}
-    job = jobs.analyze.analyze
+    owner = importlib.import_module(module)
+    run = getattr(owner, job)
 
     def watched(lakehouse, *args):  # noqa: ANN001, ANN002, ANN202
         seen.update({key: lakehouse.spark.conf.get(key) for key in own})
-        return job(lakehouse, *args)
+        return run(lakehouse, *args)
 
-    monkeypatch.setattr(jobs.analyze, "analyze", watched)
+    monkeypatch.setattr(owner, job, watched)
     root = tmp_path / "lh"
     with session_settings(spark, own):
         capsys.readouterr()
-        code = main(["analyze", str(EXAMPLES / "synthetic"), "--lakehouse", str(root)])
-        out = capsys.readouterr().out
-        after = {key: spark.conf.get(key) for key in own}
-    assert code == 0
-    assert {r["run_id"] for r in _table(out, "runs")} == {SYNTHETIC_RUN}
-    assert seen == {key: SMALL_INPUT_CONF[key] for key in own}
-    assert after == own
-
-
-def test_ingest_traces_in_a_running_session_takes_the_input_settings_for_itself(
-    spark, tmp_path, capsys, monkeypatch
-):
-    """As `analyze` above: `ingest traces` of a small input in a running session ingests with
-    the small-input settings, and leaves the session's own as they were (it used to rebuild
-    the session from the config, which set the config's values on it for good)."""
-    import jobs.ingest
-
-    own = {
-        "spark.sql.shuffle.partitions": "3",
-        "spark.sql.adaptive.enabled": "true",
-        "spark.sql.codegen.factoryMode": "FALLBACK",
-    }
-    seen: dict[str, str] = {}
-    job = jobs.ingest.ingest_traces
-
-    def watched(lakehouse, *args):  # noqa: ANN001, ANN002, ANN202
-        seen.update({key: lakehouse.spark.conf.get(key) for key in own})
-        return job(lakehouse, *args)
-
-    monkeypatch.setattr(jobs.ingest, "ingest_traces", watched)
-    root = tmp_path / "lh"
-    with session_settings(spark, own):
-        capsys.readouterr()
-        code = main(["ingest", "traces", str(EXAMPLES / "synthetic"), "--lakehouse", str(root)])
+        code = main([*command, str(EXAMPLES / "synthetic"), "--lakehouse", str(root)])
         out = capsys.readouterr().out
         after = {key: spark.conf.get(key) for key in own}
     assert code == 0
     assert SYNTHETIC_RUN in out
+    assert UNLOAD_RUN not in out
     assert seen == {key: SMALL_INPUT_CONF[key] for key in own}
     assert after == own
 
