@@ -82,10 +82,10 @@ class Context:
 
         When Spark is not started yet, a small local input gets the small-input session
         (pulsar_audit.spark.for_input), and GX's context (checks: the job validates with GX)
-        is built while the JVM starts. When
-        this process runs a session already (the warm server, jobs/server.py; a `shell` line
-        after another), the job shares it: the input's settings that a running session takes
-        apply inside the block only, so the questions and jobs after it see the session's own.
+        is built while the JVM starts. When this process runs a session already (the warm
+        server, jobs/server.py; a `shell` line after another), the job shares it: the input's
+        settings that a running session takes apply inside the block only, so the questions
+        and jobs after it see the session's own.
         Either way the ingest's own settings travel in `config.spark.ingest_conf`. A context
         whose session is built already keeps it as it is.
         """

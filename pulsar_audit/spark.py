@@ -348,8 +348,7 @@ def get_spark(config: Config, extra_conf: dict[str, str] | None = None) -> Spark
         **SQL_CONF,
         **PYTHON_CONF,
         **local,
-        **config.spark.conf,
-        **(extra_conf or {}),
+        **own,
     }.items():
         builder = builder.config(key, value)
     with jvm_start_quiet():  # the JVM's and Spark's start-up lines: only with -v
