@@ -333,27 +333,28 @@ def _ingest_batch(
     lakehouse: Lakehouse, source: Source, batch: Batch
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
-    if source.stages_raw_lines:
-        # on disk, not in memory first: the staged rows of a batch of many records do not
-        # fit in a local driver's memory (a 10^6-message columnar trace, one batch of 5.4
-        # million records: one partition of 2.6 million rows held 1,576 MB as objects, the
-        # other spilled), so Spark kept part of them as objects and wrote the rest to disk
-        # anyway; serialized straight to disk, that trace's ingest took 101.5 -> 84.7 s
-        # (three processes each, alternated; JSONL, whose batches hold fewer records:
-        # unchanged; docs/performance.md, "Session 49")
-        staged = checkpointed(
-            source.stage(source.read(spark, batch), batch), StorageLevel.DISK_ONLY
-        )
-        offsets = block_offsets(staged)
-        lines_read = lines_per_file(offsets, paths)
-        numbered = number_lines(staged, offsets)
-        file_key = "_file_uri"
-    else:
-        read = read_lines(spark, batch.uris, paths)
-        staged = numbered = checkpointed(source.stage(read.lines, batch))
-        lines_read = read.per_file
-        file_key = "source_file"
+    staged = None  # released however the batch ends, once it is staged
     try:
+        if source.stages_raw_lines:
+            # on disk, not in memory first: the staged rows of a batch of many records do not
+            # fit in a local driver's memory (a 10^6-message columnar trace, one batch of 5.4
+            # million records: one partition of 2.6 million rows held 1,576 MB as objects, the
+            # other spilled), so Spark kept part of them as objects and wrote the rest to disk
+            # anyway; serialized straight to disk, that trace's ingest took 101.5 -> 84.7 s
+            # (three processes each, alternated; JSONL, whose batches hold fewer records:
+            # unchanged; docs/performance.md, "Session 49")
+            staged = checkpointed(
+                source.stage(source.read(spark, batch), batch), StorageLevel.DISK_ONLY
+            )
+            offsets = block_offsets(staged)
+            lines_read = lines_per_file(offsets, paths)
+            numbered = number_lines(staged, offsets)
+            file_key = "_file_uri"
+        else:
+            read = read_lines(spark, batch.uris, paths)
+            staged = numbered = checkpointed(source.stage(read.lines, batch))
+            lines_read = read.per_file
+            file_key = "source_file"
         keys = [file_key, "_table", *source.group_keys]
         counted = staged.groupBy(*keys).agg(
             F.count(F.lit(1)).alias("_rows"),
@@ -377,7 +378,8 @@ def _ingest_batch(
         )
         written = dict(zip(source.tables, rows, strict=True))
     finally:
-        release(staged)
+        if staged is not None:
+            release(staged)
     per_file = reconcile(lines_read, counts, written)
     _record_files(lakehouse, source, batch, per_file)
     return per_file, counts

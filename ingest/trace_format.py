@@ -286,15 +286,8 @@ def parse_records(
     rows): Spark pushes a filter down through projections by substituting each column's
     expression, and here that would copy both parses into the condition many times over.
     """
-    blank = F.trim(F.col("value")) == ""
     if not typed_first:
-        rows = lines.select(
-            *position,
-            F.col("value").alias("raw"),
-            blank.alias("_blank"),
-            F.when(~blank, F.json_object_keys("value")).alias("_keys"),
-            F.lit(False).alias("_clean"),
-        )
+        rows = _lines(lines, position, F.lit(False).alias("_clean"))
         return _parse_as_text(rows, (*position, "_clean")).drop("_clean")
     checked = read_typed(lines, position)
     names = [*REQUIRED, *ALL_OPTIONAL]
@@ -311,19 +304,25 @@ def parse_records(
     )
 
 
+def _lines(lines: DataFrame, position: tuple[str, ...], *more: Column) -> DataFrame:
+    """Each line's `position`, `raw` (the text), `_blank` and `_keys` (every top-level key as
+    written, a repeated one as often as it is written), and the columns `more`."""
+    blank = F.trim(F.col("value")) == ""
+    return lines.select(
+        *position,
+        F.col("value").alias("raw"),
+        blank.alias("_blank"),
+        F.when(~blank, F.json_object_keys("value")).alias("_keys"),
+        *more,
+    )
+
+
 def read_typed(lines: DataFrame, position: tuple[str, ...]) -> DataFrame:
     """parse_records' first read: each line's fields typed as `_f_<name>` (`_f_ts_text`: the
     ts as written), `raw`, `_blank`, `_keys`, and `_clean`: whether that read is the whole
     answer for the record (see parse_records)."""
     blank = F.trim(F.col("value")) == ""
-    parsed = lines.select(
-        *position,
-        F.col("value").alias("raw"),
-        blank.alias("_blank"),
-        F.when(~blank, F.from_json("value", _TYPED)).alias("_typed"),
-        # every top-level key as written, a repeated one as often as it is written
-        F.when(~blank, F.json_object_keys("value")).alias("_keys"),
-    )
+    parsed = _lines(lines, position, F.when(~blank, F.from_json("value", _TYPED)).alias("_typed"))
     names = [*REQUIRED, *ALL_OPTIONAL]
     typed = F.col("_typed")
     # the typed fields are named _f_<name> from the start: renaming them in a later projection

@@ -187,8 +187,9 @@ def _jumped_over_split(delivery: DataFrame, ranks: DataFrame, split: DataFrame) 
         )
         .select(*part_key, *ID, "place", "rank", F.col("only").alias("consumer"))
     )
+    # a walk per view: a consumer of two split subscriptions of a partition walks each apart
     consumer_order = (
-        W.partitionBy(*TOPIC_PARTITION, "consumer")
+        W.partitionBy(*part_key, "consumer")
         .orderBy("delivery_index")
         .rowsBetween(W.unboundedPreceding, -1)
     )

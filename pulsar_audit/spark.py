@@ -217,6 +217,12 @@ def text_size(path: str, size_bytes: int) -> int:
     return size_bytes * PARQUET_EXPANSION if path.endswith(".parquet") else size_bytes
 
 
+def large_text(files: Iterable[tuple[str, int]]) -> bool:
+    """Whether files of (path, size in bytes) stand for more text than a small input
+    (SMALL_INPUT_BYTES): enough to pay for a larger plan that costs less per line."""
+    return sum(text_size(path, size) for path, size in files) > SMALL_INPUT_BYTES
+
+
 def for_input(config: Config, input_bytes: int | None) -> Config:
     """`config` with the small-input session settings when Spark is local and the input is
     small, and generated code for its ingest when it is large enough to pay for it; settings

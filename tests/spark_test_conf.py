@@ -19,10 +19,11 @@ TEST_SPARK_CONF = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     # Every Spark JVM of the tests compiles with C1 only and collects with the serial
     # collector, as the product's small-input session does (pulsar_audit/spark.py): on tiny
-    # plans C2's compilations and G1's threads cost more CPU than they win back, in the JVMs
-    # tests start in child processes (`analyze` killed at a point, run side by side, run as a
-    # user runs it) and in this session too, though it lives for a whole test folder
-    # (docs/performance.md, "Session 21: the suite": the CPU of the whole process tree).
+    # plans C2's compilations and a parallel collector's threads cost more CPU than they win
+    # back, in the JVMs tests start in child processes (`analyze` killed at a point, run side
+    # by side, run as a user runs it) and in this session too, though it lives for a whole
+    # test folder (docs/performance.md, "Session 21: the suite": the CPU of the whole process
+    # tree).
     "spark.driver.defaultJavaOptions": (
         "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
     ),

@@ -200,6 +200,43 @@ def a_reader_in_two_subscriptions() -> list[dict]:
     return [*_sent_and_acked(1, 2, 3, 4, 5), *alone, *shared, other]
 
 
+@CASES.case
+def a_reader_in_two_shared_subscriptions() -> list[dict]:
+    """c shares X with d and Y with e on one partition: c's view is 1 in X and 1–3 in Y, where
+    it got 3 first: each walk on its own, no skip (a walk across both jumped from 1 to 3)."""
+    x = [receive(1, 10, consumer="c", subscription="X")]
+    x += [receive(s, 20 + s, consumer="d", subscription="X") for s in (2, 3, 4)]
+    y = [
+        receive(3, 11, consumer="c", subscription="Y"),
+        receive(4, 30, consumer="e", subscription="Y"),
+    ]
+    return [*_sent_and_acked(1, 2, 3, 4), *x, *y]
+
+
+@CASES.case
+def a_skip_behind_another_shared_subscriptions_walk() -> list[dict]:
+    """c got 1–3 in X (d got 4), then 1 and 3 in Y (e got 4): c jumped over 2 in Y, although a
+    walk across both had been at 3 already."""
+    x = [receive(s, 10 + s, consumer="c", subscription="X") for s in (1, 2, 3)]
+    x.append(receive(4, 20, consumer="d", subscription="X"))
+    y = [receive(s, 20 + s, consumer="c", subscription="Y") for s in (1, 3)]
+    y.append(receive(4, 30, consumer="e", subscription="Y"))
+    return [*_sent_and_acked(1, 2, 3, 4), *x, *y]
+
+
+def test_a_reader_of_two_shared_subscriptions_walks_each_view_apart(runs):
+    _, gold = runs[a_reader_in_two_shared_subscriptions]
+    assert anomalies(gold, "poll_skip") == []
+    _, gold = runs[a_skip_behind_another_shared_subscriptions_walk]
+    assert anomalies(gold, "poll_skip") == [("Y", -1, "p1", "poll_skip", 2, 2, 1)]
+    for case in (
+        a_reader_in_two_shared_subscriptions,
+        a_skip_behind_another_shared_subscriptions_walk,
+    ):
+        _, gold = runs[case]
+        assert anomalies(gold, "poll_skip") == _skips_by_definition(case())
+
+
 def test_a_reader_whose_deliveries_cover_its_range_still_skips_in_its_shared_view(runs):
     _, gold = runs[lowest_read_after_a_shared_one]
     assert anomalies(gold, "poll_skip") == [("s1", -1, "p1", "poll_skip", 2, 2, 1)]
