@@ -21,7 +21,11 @@ def _warm_up() -> None:
 def warm_up_in_background() -> threading.Thread:
     """Start importing GX and building the checks' context (a daemon thread, returned; a
     failure is left to the first validation, which imports and builds them again and reports
-    it)."""
+    it). The process's clock is put on UTC first, as the session's start would later: the
+    warm-up's imports may read the process's zone."""
+    from pulsar_audit.spark import utc_process_clock
+
+    utc_process_clock()
     thread = threading.Thread(target=_warm_up, name="gx-warm-up", daemon=True)
     thread.start()
     return thread

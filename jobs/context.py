@@ -97,7 +97,6 @@ class Context:
             running_session,
             runtime_settings,
             session_settings,
-            utc_process_clock,
         )
 
         if "spark" in vars(self):  # built on first use: here, already
@@ -108,9 +107,6 @@ class Context:
         if spark is None:
             self.config = sized
             if checks:
-                # the clock first (get_spark would set it later): the warm-up's imports may
-                # read the process's zone
-                utc_process_clock()
                 warm_up_in_background()  # GX while the JVM starts (both take seconds)
             yield
             return

@@ -46,8 +46,9 @@ def suspect_readers(delivery: DataFrame, ranks: DataFrame) -> list[Suspect]:
     stored MessageId of that span in storage order, the lowest first: its furthest rank never
     rose by more than one (no jump alone), and in its view of a shared partition every
     MessageId between two of its own deliveries came to it before the later one (no jump
-    there either). One subscription, because both exact checks walk a reader across its
-    subscriptions on the partition: with one, all of its deliveries are in one group, alone
+    there either). One subscription, because the exact check of a reader alone in its
+    subscriptions walks it across them, and a reader split in one subscription and alone in
+    another is checked in both ways: with one, all of its deliveries are in one group, alone
     or shared. A reader whose lowest or highest MessageId is not among `ranks` stays a
     suspect (the exact checks then judge it).
 
