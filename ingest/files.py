@@ -39,10 +39,15 @@ def fingerprint(store: FileStore, file: FileStat) -> InputFile:
 
 @dataclass(frozen=True)
 class Lines:
-    """The lines of a batch of files, numbered, and how many lines each file has."""
+    """The lines of a batch of files, numbered, and how many lines each file has.
+
+    offsets: the checkpointed `block_offsets` that `lines` is numbered by (release it once
+    `lines` has been read for the last time or kept by a checkpoint of its own).
+    """
 
     lines: DataFrame
     per_file: dict[str, int]
+    offsets: DataFrame
 
 
 def read_lines(spark: SparkSession, uris: list[str], paths: list[str] | None = None) -> Lines:
@@ -58,7 +63,7 @@ def read_lines(spark: SparkSession, uris: list[str], paths: list[str] | None = N
     raw = read_raw_lines(spark, uris)
     offsets = block_offsets(raw)
     numbered = number_lines(raw, offsets).select("source_file", "line_number", "value")
-    return Lines(numbered, lines_per_file(offsets, paths or uris))
+    return Lines(numbered, lines_per_file(offsets, paths or uris), offsets)
 
 
 def read_raw_lines(spark: SparkSession, uris: list[str]) -> DataFrame:

@@ -333,7 +333,7 @@ def _ingest_batch(
     lakehouse: Lakehouse, source: Source, batch: Batch
 ) -> tuple[dict[str, FileCounts], list[Row]]:
     spark, paths = lakehouse.spark, batch.paths
-    staged = None  # released however the batch ends, once it is staged
+    staged = offsets = None  # released however the batch ends, once they are kept
     try:
         if source.stages_raw_lines:
             # on disk, not in memory first: the staged rows of a batch of many records do not
@@ -352,6 +352,7 @@ def _ingest_batch(
             file_key = "_file_uri"
         else:
             read = read_lines(spark, batch.uris, paths)
+            offsets = read.offsets
             staged = numbered = checkpointed(source.stage(read.lines, batch))
             lines_read = read.per_file
             file_key = "source_file"
@@ -378,8 +379,9 @@ def _ingest_batch(
         )
         written = dict(zip(source.tables, rows, strict=True))
     finally:
-        if staged is not None:
-            release(staged)
+        for kept in (offsets, staged):
+            if kept is not None:
+                release(kept)
     per_file = reconcile(lines_read, counts, written)
     _record_files(lakehouse, source, batch, per_file)
     return per_file, counts

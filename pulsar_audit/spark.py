@@ -103,12 +103,13 @@ SMALL_INPUT_CONF = {
 # called and loops 10x as long as HotSpot's thresholds (the tasks' loops still reach it; the
 # rest stays in C1's profiled code), the same rows: the pipeline 187 -> 145 s, the whole
 # analyze 243 -> 213 s (docs/performance.md, "Session 51"). C1 only (the small-input
-# session's) made the tasks twice as slow there. C2 also inlines less into code it has
-# already compiled (a callee whose compiled code exceeds 1,000 bytes, HotSpot's default 2,500):
-# its CPU a third less on a 10^6-message analyze, the tasks' CPU the same, the wall 2-5 % less
-# ("Session 52", "Session 53"); 500 cut C2 further but slowed the tasks as much. The
-# small-input session's options, a config's own `spark.driver.defaultJavaOptions` and a
-# collector chosen anywhere else win (see local_jvm_conf).
+# session's) made the tasks twice as slow there. C2 also no longer inlines a callee already
+# compiled to more than 1,000 bytes (HotSpot's default 2,500): on a 10^6-message JSONL analyze
+# its CPU 30 % less, the tasks' the same, the wall 3 % less on average over three runs of each
+# (within one run's spread; "Session 52", "Session 53"); at 500, C2 took 9 CPU s less again
+# and the tasks 6 more. The small-input session's options, a config's own
+# `spark.driver.defaultJavaOptions` and a collector chosen anywhere else win (see
+# local_jvm_conf).
 LOCAL_JVM_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
     "-XX:Tier4BackEdgeThreshold=400000 -XX:InlineSmallCode=1000"

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from kept_blocks import kept_blocks
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from trace_lines import parse_lines, read_numbered_lines
@@ -118,8 +119,11 @@ def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_pat
 
     from_jsonl = Lakehouse(spark, load_config("local", lakehouse=str(tmp_path / "lh-j")))
     from_columnar = Lakehouse(spark, load_config("local", lakehouse=str(tmp_path / "lh-c")))
+    kept_before = kept_blocks(spark)
     by_jsonl = ingest_traces(from_jsonl, jsonl)
     by_columnar = ingest_traces(from_columnar, columnar)
+    # what either ingest kept for its batch (the staged rows, the blocks' line offsets) is freed
+    assert kept_blocks(spark) <= kept_before
 
     # JSONL: 22 records, 9 accepted, 13 quarantined (3 by a row rule, 10 by the format);
     # the columnar file holds the 12 the format accepts: the same 9 accepted, the same 3 refused

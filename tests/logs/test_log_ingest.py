@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from kept_blocks import kept_blocks
 from pyspark.sql import functions as F
 
 from ingest.log_format import ERR_LAYOUT, ERR_ORPHAN, parse_log_lines
@@ -33,7 +34,9 @@ def test_host_from_filename():
 def test_broker_log_entries_stack_trace_and_parse_errors(lakehouse, tmp_path):
     path = tmp_path / "broker-standalone.log"
     shutil.copy(FIXTURES / "broker-standalone.log", path)
+    kept_before = kept_blocks(lakehouse.spark)
     report = ingest_logs(lakehouse, path, "broker")
+    assert kept_blocks(lakehouse.spark) <= kept_before  # the batch's lines and offsets freed
     rows = _rows(lakehouse, "broker_log")
 
     assert (report.files, report.lines, report.entries, report.parse_errors) == (1, 53, 42, 2)
