@@ -107,12 +107,15 @@ SMALL_INPUT_CONF = {
 # compiled to more than 1,000 bytes (HotSpot's default 2,500): on a 10^6-message JSONL analyze
 # its CPU 30 % less, the tasks' the same, the wall 3 % less on average over three runs of each
 # (within one run's spread; "Session 52", "Session 53"); at 500, C2 took 9 CPU s less again
-# and the tasks 6 more. The small-input session's options, a config's own
+# and the tasks 6 more. Nor does it inline at a call site that is not hot a callee of more
+# than 20 bytes of bytecode (HotSpot's default 35; hot sites keep FreqInlineSize's 325): two
+# pairs on the same trace, 220.8 / 219.8 s against 227.2 / 229.0, the tasks' CPU 9-14 s less
+# ("Session 53"). The small-input session's options, a config's own
 # `spark.driver.defaultJavaOptions` and a collector chosen anywhere else win (see
 # local_jvm_conf).
 LOCAL_JVM_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4CompileThreshold=60000 "
-    "-XX:Tier4BackEdgeThreshold=400000 -XX:InlineSmallCode=1000"
+    "-XX:Tier4BackEdgeThreshold=400000 -XX:InlineSmallCode=1000 -XX:MaxInlineSize=20"
 )
 # Where else a JVM's options come from: the driver's own in the config, and the environment
 JVM_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.driver.defaultJavaOptions")

@@ -32,7 +32,7 @@ hotspot = factory.getPlatformMXBean(jvm.java.lang.Class.forName(
     "com.sun.management.HotSpotDiagnosticMXBean"))
 options = {name: hotspot.getVMOption(name).getValue() for name in (
     "TieredStopAtLevel", "Tier4InvocationThreshold", "Tier4CompileThreshold",
-    "Tier4BackEdgeThreshold", "InlineSmallCode")}
+    "Tier4BackEdgeThreshold", "InlineSmallCode", "MaxInlineSize")}
 print(json.dumps([collectors, options]))
 """
 LARGE = 1 << 30  # bytes of input: above the small-input bound
@@ -42,6 +42,7 @@ RAISED = {
     "Tier4CompileThreshold": "60000",
     "Tier4BackEdgeThreshold": "400000",
     "InlineSmallCode": "1000",
+    "MaxInlineSize": "20",
 }
 
 
