@@ -28,7 +28,9 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ingest.files import (
+    BATCH_BYTES,
     InputFile,
+    batch_weights,
     batches,
     block_offsets,
     fingerprint,
@@ -295,7 +297,7 @@ def _ingest_new_files(
     outcome = IngestOutcome(files=len(new), skipped_files=len(files) - len(new))
     total_bytes = sum(f.size_bytes for f in new)
     done_bytes = 0
-    for group in batches(new):
+    for group in batches(new, BATCH_BYTES, batch_weights(lakehouse.spark, new, BATCH_BYTES)):
         at = datetime.now(UTC).replace(tzinfo=None)
         batch = Batch(group, batch_ingest_id(source.kind_of(group[0].path), group), at)
         label = (

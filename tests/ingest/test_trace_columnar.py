@@ -8,11 +8,19 @@ from pathlib import Path
 
 import pytest
 from kept_blocks import kept_blocks
+from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from trace_lines import parse_lines, read_numbered_lines
 
-from ingest.files import InputFile, parquet_schema
+from ingest import skeleton
+from ingest.files import (
+    COLUMNAR_RECORD_BYTES,
+    InputFile,
+    batch_weights,
+    batches,
+    parquet_schema,
+)
 from ingest.trace_format import (
     ALL_OPTIONAL,
     REQUIRED,
@@ -102,7 +110,7 @@ def _table(lakehouse, name: str, *order: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_path):
+def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_path, monkeypatch):
     from pulsar_audit.config import load_config
     from pulsar_audit.delta_io import Lakehouse
 
@@ -149,6 +157,37 @@ def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_pat
     assert {r.line_number: (r.target_table, r.check, r.reason) for r in got} == expected
     # its text: the row as a JSON object
     assert all(r.raw.startswith('{"run_id":"run-a","topic":') for r in got)
+
+    # The same 12 rows as two files of 6, each a batch of its own once a batch may hold fewer
+    # records than both (weighed by their records, not their few hundred bytes): the same tables
+    # from two batches, each with its own ingest id.
+    halves = tmp_path / "halves"
+    numbered = accepted.withColumn(
+        "_n", F.row_number().over(W.orderBy("source_file", "line_number"))
+    )
+    for name, half in (("run-a-1", F.col("_n") <= 6), ("run-a-2", F.col("_n") > 6)):
+        rows = numbered.filter(half).orderBy("_n").drop("_n")
+        to_columnar(rows).coalesce(1).write.parquet(str(halves / "_out"))
+        (part,) = (halves / "_out").glob("part-*.parquet")
+        part.rename(halves / f"{name}.parquet")
+        shutil.rmtree(halves / "_out")
+    monkeypatch.setattr(skeleton, "BATCH_BYTES", 10 * COLUMNAR_RECORD_BYTES)
+    in_halves = Lakehouse(spark, load_config("local", lakehouse=str(tmp_path / "lh-h")))
+    by_halves = ingest_traces(in_halves, halves)
+    assert (by_halves.files, by_halves.records) == (2, 12)
+    assert (by_halves.accepted, by_halves.quarantined) == (9, 3)
+    for table, order in (
+        ("producer_events", ("client", "event", "seq")),
+        ("consumer_events", ("client", "event", "seq")),
+        ("run_events", ("event", "ts")),
+    ):
+        assert _table(in_halves, table, *order) == _table(from_columnar, table, *order), table
+    manifest = in_halves.read("ingested_files").select("path", "records", "ingest_id").collect()
+    assert sorted((Path(r.path).name, r.records) for r in manifest) == [
+        ("run-a-1.parquet", 6),
+        ("run-a-2.parquet", 6),
+    ]
+    assert len({r.ingest_id for r in manifest}) == 2
 
 
 @pytest.mark.slow
@@ -263,3 +302,32 @@ def test_a_trace_file_spark_would_leave_out_by_its_name_is_an_input_error(lakeho
     ):
         ingest_traces(lakehouse, folder)
     assert lakehouse.read("ingested_files").count() == 0
+
+
+def test_a_batch_is_bounded_by_its_files_weights():
+    files = [InputFile(f"f{i}", 1, "h") for i in range(4)]
+    got = [[f.path for f in g] for g in batches(files, batch_bytes=10, weights=[4, 5, 9, 30])]
+    assert got == [["f0", "f1"], ["f2"], ["f3"]]
+
+
+@pytest.mark.slow
+def test_a_parquet_file_weighs_its_records_once_its_bytes_could_hold_a_batch(spark, tmp_path):
+    rows = [_row(run_id="r", seq=n) for n in range(1000)]
+    spark.createDataFrame(rows, TRACE_COLUMNAR).coalesce(1).write.parquet(str(tmp_path / "_out"))
+    (part,) = (tmp_path / "_out").glob("part-*.parquet")
+    parquet = tmp_path / "t.parquet"
+    part.rename(parquet)
+    text = tmp_path / "t.jsonl"
+    text.write_text("{}\n" * 5)
+    files = [
+        InputFile(str(parquet), parquet.stat().st_size, "h"),
+        InputFile(str(text), 15, "h"),
+        InputFile(str(tmp_path / "not-parquet.parquet"), 7, "h"),  # no footer: its size
+    ]
+    (tmp_path / "not-parquet.parquet").write_text("not Parquet")
+    size = parquet.stat().st_size
+    # bytes that could hold more records than a batch: the footer's 1,000 records are read
+    assert batch_weights(spark, files, batch_bytes=size) == [1000 * COLUMNAR_RECORD_BYTES, 15, 7]
+    # bytes that cannot (a record takes at least a byte): sizes, no footer read
+    whole = (size + 7) * COLUMNAR_RECORD_BYTES
+    assert batch_weights(spark, files, batch_bytes=whole) == [size, 15, 7]
