@@ -109,6 +109,16 @@ def _table(lakehouse, name: str, *order: str) -> list[dict]:
     return [r.asDict(recursive=True) for r in rows]
 
 
+def _assert_same_event_tables(got, expected) -> None:
+    """The three event tables of two lakehouses hold the same rows (lineage aside)."""
+    for table, order in (
+        ("producer_events", ("client", "event", "seq")),
+        ("consumer_events", ("client", "event", "seq")),
+        ("run_events", ("event", "ts")),
+    ):
+        assert _table(got, table, *order) == _table(expected, table, *order), table
+
+
 @pytest.mark.slow
 def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_path, monkeypatch):
     from pulsar_audit.config import load_config
@@ -138,12 +148,7 @@ def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_pat
     assert (by_jsonl.records, by_jsonl.accepted, by_jsonl.quarantined) == (22, 9, 13)
     assert (by_columnar.files, by_columnar.records) == (1, 12)
     assert (by_columnar.accepted, by_columnar.quarantined) == (9, 3)
-    for table, order in (
-        ("producer_events", ("client", "event", "seq")),
-        ("consumer_events", ("client", "event", "seq")),
-        ("run_events", ("event", "ts")),
-    ):
-        assert _table(from_columnar, table, *order) == _table(from_jsonl, table, *order), table
+    _assert_same_event_tables(from_columnar, from_jsonl)
     refused = {
         (r.source_file, r.line_number): (r.target_table, r.check, r.reason)
         for r in from_jsonl.read("quarantine").collect()
@@ -176,12 +181,7 @@ def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_pat
     by_halves = ingest_traces(in_halves, halves)
     assert (by_halves.files, by_halves.records) == (2, 12)
     assert (by_halves.accepted, by_halves.quarantined) == (9, 3)
-    for table, order in (
-        ("producer_events", ("client", "event", "seq")),
-        ("consumer_events", ("client", "event", "seq")),
-        ("run_events", ("event", "ts")),
-    ):
-        assert _table(in_halves, table, *order) == _table(from_columnar, table, *order), table
+    _assert_same_event_tables(in_halves, from_columnar)
     manifest = in_halves.read("ingested_files").select("path", "records", "ingest_id").collect()
     assert sorted((Path(r.path).name, r.records) for r in manifest) == [
         ("run-a-1.parquet", 6),
