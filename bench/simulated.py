@@ -88,6 +88,16 @@ def simulated_messages(messages: int) -> int:
     )
 
 
+def _finished(truth: Path, out: Path) -> list[str] | None:
+    """The trace files of a run whose simulation finished (`truth`, its truth.json, written and
+    every file it names in its folder or in `out`); None for a run to simulate."""
+    if not truth.is_file():
+        return None
+    names = json.loads(truth.read_text())["files"]
+    whole = all((truth.parent / n).exists() or (out / n).exists() for n in names)
+    return names if whole else None
+
+
 def truth_folder(out: Path) -> Path:
     return out.with_name(out.name + TRUTH_SUFFIX)
 
@@ -102,26 +112,40 @@ def generate(
     threshold_ms: int = 100,
     ladder: list[int] | None = None,
     columnar: bool = False,
+    resume: bool = False,
 ) -> list[Path]:
     """Simulate the runs; the trace files into `out` (emptied first), the rest into
-    `out`.truth/<run>/. Returns the trace files."""
-    from simulate.run import simulate_run
+    `out`.truth/<run>/. Returns the trace files.
+
+    resume: keep each run an earlier generation into `out` finished (its truth.json written;
+    its files moved into `out`, or moved now) and simulate only the others, from scratch (a
+    run is a function of its options alone: the same files as one whole generation). For
+    sizes whose simulation outlasts a process (10^8: hours)."""
+    from simulate.run import TRUTH_FILE, simulate_run
     from simulate.scenario import scenario_from
 
     if messages < 2:
         raise ValueError(f"messages must be >= 2, got {messages}")
     truths = truth_folder(out)
-    for folder in (out, truths):
-        shutil.rmtree(folder, ignore_errors=True)
-    out.mkdir(parents=True)
+    if not resume:
+        for folder in (out, truths):
+            shutil.rmtree(folder, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
     files = []
     for options in scenarios(messages, seed, prefix):
         folder = truths / options["run_id"]
-        truth = simulate_run(
-            spark, scenario_from(options), folder, threshold_ms, ladder, gzip, columnar
-        )
-        for name in truth["files"]:
-            (folder / name).rename(out / name)
+        names = _finished(folder / TRUTH_FILE, out) if resume else None
+        if names is None:
+            shutil.rmtree(folder, ignore_errors=True)
+            for stale in out.glob(f"trace-{options['run_id']}-*"):
+                stale.unlink()
+            truth = simulate_run(
+                spark, scenario_from(options), folder, threshold_ms, ladder, gzip, columnar
+            )
+            names = truth["files"]
+        for name in names:
+            if (folder / name).exists():
+                (folder / name).rename(out / name)
             files.append(out / name)
     return files
 
@@ -150,6 +174,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--columnar", action="store_true", help="write *.parquet (the columnar form) instead"
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the runs an interrupted generation into OUT finished; simulate the others",
+    )
     args = parser.parse_args(argv)
 
     from bench.spark_session import local_spark
@@ -169,6 +198,7 @@ def main(argv: list[str] | None = None) -> None:
         pipeline.outage_threshold_ms,
         list(pipeline.backoff_ladder_ms),
         args.columnar,
+        args.resume,
     )
     spark.stop()
     size = sum(f.stat().st_size for f in files)

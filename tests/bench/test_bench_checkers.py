@@ -3,6 +3,8 @@ its simulated traces hold every anomaly kind the benchmark is about."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,13 @@ pytest.importorskip("duckdb", reason="the bench extra is not installed: pip inst
 
 from bench import dict_check, duckdb_check  # noqa: E402
 from bench.counts import differences, totals  # noqa: E402
-from bench.simulated import from_truth, generate, scenarios, simulated_messages  # noqa: E402
+from bench.simulated import (  # noqa: E402
+    from_truth,
+    generate,
+    scenarios,
+    simulated_messages,
+    truth_folder,
+)
 
 MESSAGES = 4_000
 TOPIC = "persistent://public/default/sim"
@@ -85,3 +93,35 @@ def test_a_run_is_the_same_for_a_seed(spark, tmp_path: Path) -> None:
     files = [(tmp_path / "first" / n, tmp_path / "again" / n) for n in first["files"]]
     assert [b.read_bytes() for _, b in files] == [a.read_bytes() for a, _ in files]
     assert again["runs"] == first["runs"] and again["outages"] == first["outages"]
+
+
+def test_an_interrupted_generation_resumes_with_the_same_files(spark, traces, tmp_path) -> None:
+    out = tmp_path / "traces"
+    shutil.copytree(traces, out)
+    shutil.copytree(truth_folder(traces), truth_folder(out))
+    truths = truth_folder(out)
+
+    def files_of(run: str) -> list[str]:
+        return json.loads((truths / run / "truth.json").read_text())["files"]
+
+    owner = truths / "bench-owner" / "truth.json"
+    owner_written = owner.stat().st_mtime_ns
+    # killed while simulating the quorum run: the crash run finished, its files not yet moved
+    # out of its folder; the quorum run's folder half-written (no truth.json), a file of it
+    # in `out` from an earlier try
+    for name in files_of("bench-crash"):
+        (out / name).rename(truths / "bench-crash" / name)
+    quorum = json.loads((truths / "bench-quorum" / "truth.json").read_text())
+    for name in quorum["files"]:
+        (out / name).unlink()
+    (truths / "bench-quorum" / "truth.json").unlink()
+    (out / "trace-bench-quorum-99999.jsonl").write_text("{}\n")
+
+    files = generate(spark, out, MESSAGES, seed=11, resume=True)
+
+    expected = sorted(p.name for p in traces.iterdir())
+    assert sorted(p.name for p in files) == sorted(p.name for p in out.iterdir()) == expected
+    assert [n for n in expected if (out / n).read_bytes() != (traces / n).read_bytes()] == []
+    assert owner.stat().st_mtime_ns == owner_written  # kept, not simulated again
+    again = json.loads((truths / "bench-quorum" / "truth.json").read_text())
+    assert {**again, "generate_s": 0} == {**quorum, "generate_s": 0}
