@@ -88,14 +88,25 @@ def simulated_messages(messages: int) -> int:
     )
 
 
-def _finished(truth: Path, out: Path) -> list[str] | None:
-    """The trace files of a run whose simulation finished (`truth`, its truth.json, written and
-    every file it names in its folder or in `out`); None for a run to simulate."""
-    if not truth.is_file():
+def _finished(truth: Path, out: Path, wanted: dict[str, Any], suffix: str) -> list[str] | None:
+    """The trace files of a run whose simulation finished as `wanted` asks (`truth`, its
+    truth.json, whole, with the same scenario, outage threshold and ladder, and every file it
+    names of the form `suffix` and in its folder or in `out`); None for a run to simulate."""
+    try:
+        done = json.loads(truth.read_text())
+        names = done["files"]
+        same = all(_plain(done.get(key)) == _plain(value) for key, value in wanted.items())
+    except (OSError, ValueError, KeyError, TypeError):  # none, or cut short by a kill
         return None
-    names = json.loads(truth.read_text())["files"]
-    whole = all((truth.parent / n).exists() or (out / n).exists() for n in names)
-    return names if whole else None
+    whole = all(
+        n.endswith(suffix) and ((truth.parent / n).exists() or (out / n).exists()) for n in names
+    )
+    return names if same and whole else None
+
+
+def _plain(value: Any) -> Any:
+    """`value` as truth.json holds it."""
+    return json.loads(json.dumps(value, default=str))
 
 
 def truth_folder(out: Path) -> Path:
@@ -114,15 +125,16 @@ def generate(
     columnar: bool = False,
     resume: bool = False,
 ) -> list[Path]:
-    """Simulate the runs; the trace files into `out` (emptied first), the rest into
-    `out`.truth/<run>/. Returns the trace files.
+    """Simulate the runs; the trace files into `out`, the rest into `out`.truth/<run>/
+    (both emptied first, unless `resume`). Returns the trace files.
 
-    resume: keep each run an earlier generation into `out` finished (its truth.json written;
-    its files moved into `out`, or moved now) and simulate only the others, from scratch (a
-    run is a function of its options alone: the same files as one whole generation). For
-    sizes whose simulation outlasts a process (10^8: hours)."""
-    from simulate.run import TRUTH_FILE, simulate_run
-    from simulate.scenario import scenario_from
+    resume: keep each run an earlier generation into `out` finished with the same options
+    (its truth.json written; its files moved into `out`, or moved now; any other file of the
+    run in `out` removed) and simulate only the others, from scratch (a run is a function of
+    its options alone: the same files as one whole generation). For sizes whose simulation
+    outlasts a process (10^8: hours)."""
+    from simulate.run import DEFAULT_LADDER, TRUTH_FILE, simulate_run
+    from simulate.scenario import scenario_from, validate
 
     if messages < 2:
         raise ValueError(f"messages must be >= 2, got {messages}")
@@ -134,11 +146,19 @@ def generate(
     files = []
     for options in scenarios(messages, seed, prefix):
         folder = truths / options["run_id"]
-        names = _finished(folder / TRUTH_FILE, out) if resume else None
+        wanted = {
+            "scenario": validate(scenario_from(options)).as_dict(),
+            "outage_threshold_ms": threshold_ms,
+            "backoff_ladder_ms": ladder or DEFAULT_LADDER,
+        }
+        suffix = ".parquet" if columnar else ".jsonl.gz" if gzip else ".jsonl"
+        names = _finished(folder / TRUTH_FILE, out, wanted, suffix) if resume else None
         if names is None:
             shutil.rmtree(folder, ignore_errors=True)
-            for stale in out.glob(f"trace-{options['run_id']}-*"):
+        for stale in out.glob(f"trace-{options['run_id']}-*"):
+            if names is None or stale.name not in names:
                 stale.unlink()
+        if names is None:
             truth = simulate_run(
                 spark, scenario_from(options), folder, threshold_ms, ladder, gzip, columnar
             )

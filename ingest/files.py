@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from py4j.protocol import Py4JError, Py4JJavaError
@@ -257,36 +257,44 @@ def batch_weights(
     """What each file counts as when `files` are cut into batches: its size in bytes; a Parquet
     file (the trace's columnar form) its records times COLUMNAR_RECORD_BYTES, from its footer.
 
-    Parquet's bytes say little of its records: the simulator's 10^8-message trace holds 500,000
-    records in 3.2 MB a file (6.5 bytes a record), so that a GiB of it would be one batch of
-    some 166 million records, 45 times a JSONL batch's, staged on disk and written without a
-    commit for most of an hour; 10^6 messages hold 5.4 million in 73 MB (13.6 bytes a record).
-    Footers are read only when the Parquet files could hold more than a batch (a record takes
-    at least a byte): a watch's micro-batch of small files reads none. A footer that cannot be
-    read leaves the file at its size (its read then fails with the file's own error)."""
+    Parquet's bytes say little of its records: the simulator's 10^8-message trace takes 12.2
+    bytes a record in its first run's files (280 million records in 3.4 GB) and 6.5 in its
+    largest files (500,000 records in 3.2 MB), so that cut by bytes its first two runs made
+    batches of up to 117 million records, some 30 times a JSONL batch's, each staged on disk
+    and written before its commit (10^6 messages: 5.4 million records in 73 MB).
+    Footers are read only when the Parquet files could hold more than a batch at one byte a
+    record (traces take 6.5 to 15 here; a file below that only makes a larger batch): a
+    watch's micro-batch of small files reads none. A footer that cannot be read leaves the
+    file at its size (its read then fails with the file's own error)."""
     sizes = [f.size_bytes for f in files]
     parquet = [i for i, f in enumerate(files) if f.path.endswith(".parquet")]
     if sum(sizes[i] for i in parquet) * COLUMNAR_RECORD_BYTES <= batch_bytes:
         return sizes
+    count = _parquet_records(spark)
     for i in parquet:
-        records = parquet_records(spark, files[i])
+        records = count(files[i])
         if records is not None:
             sizes[i] = records * COLUMNAR_RECORD_BYTES
     return sizes
 
 
-def parquet_records(spark: SparkSession, file: InputFile) -> int | None:
-    """The records of the Parquet file `file`, summed over its row groups in its footer; None
-    when the footer cannot be read."""
+def _parquet_records(spark: SparkSession) -> Callable[[InputFile], int | None]:
+    """A function of a Parquet file: its records, summed over the row groups of its footer;
+    None when the footer cannot be read (or the JVM has no such reader)."""
     jvm, session = spark._jvm, spark._jsparkSession  # noqa: SLF001
-    reader = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFooterReader
-    try:
-        footer = reader.readFooter(
-            session.sessionState().newHadoopConf(),
-            jvm.org.apache.hadoop.fs.Path(file.read_as),
-            jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER,
-        )
-        blocks = footer.getBlocks()
-        return sum(blocks.get(i).getRowCount() for i in range(blocks.size()))
-    except (Py4JError, CapturedException):
-        return None
+    conf = session.sessionState().newHadoopConf()
+
+    def records(file: InputFile) -> int | None:
+        try:
+            reader = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFooterReader
+            footer = reader.readFooter(
+                conf,
+                jvm.org.apache.hadoop.fs.Path(file.read_as),
+                jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER,
+            )
+            blocks = footer.getBlocks()
+            return sum(blocks.get(i).getRowCount() for i in range(blocks.size()))
+        except (Py4JError, CapturedException, TypeError):  # TypeError: a class not found
+            return None
+
+    return records

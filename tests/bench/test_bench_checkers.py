@@ -101,27 +101,31 @@ def test_an_interrupted_generation_resumes_with_the_same_files(spark, traces, tm
     shutil.copytree(truth_folder(traces), truth_folder(out))
     truths = truth_folder(out)
 
-    def files_of(run: str) -> list[str]:
-        return json.loads((truths / run / "truth.json").read_text())["files"]
+    def truth_of(run: str) -> dict:
+        return json.loads((truths / run / "truth.json").read_text())
 
-    owner = truths / "bench-owner" / "truth.json"
-    owner_written = owner.stat().st_mtime_ns
-    # killed while simulating the quorum run: the crash run finished, its files not yet moved
-    # out of its folder; the quorum run's folder half-written (no truth.json), a file of it
-    # in `out` from an earlier try
-    for name in files_of("bench-crash"):
+    def written_at(run: str) -> int:
+        return (truths / run / "truth.json").stat().st_mtime_ns
+
+    kept = {run: written_at(run) for run in ("bench-owner", "bench-crash")}
+    quorum_at = written_at("bench-quorum")
+    # killed while simulating the quorum run: the owner run finished (a file of an earlier try
+    # left in `out`); the crash run finished, half its files not yet moved out of its folder;
+    # the quorum run's truth.json from an earlier try, its files gone
+    (out / "trace-bench-owner-99999.jsonl").write_text("{}\n")
+    crash = truth_of("bench-crash")["files"]
+    for name in crash[: len(crash) // 2 + 1]:
         (out / name).rename(truths / "bench-crash" / name)
-    quorum = json.loads((truths / "bench-quorum" / "truth.json").read_text())
+    quorum = truth_of("bench-quorum")
     for name in quorum["files"]:
         (out / name).unlink()
-    (truths / "bench-quorum" / "truth.json").unlink()
-    (out / "trace-bench-quorum-99999.jsonl").write_text("{}\n")
 
     files = generate(spark, out, MESSAGES, seed=11, resume=True)
 
     expected = sorted(p.name for p in traces.iterdir())
     assert sorted(p.name for p in files) == sorted(p.name for p in out.iterdir()) == expected
     assert [n for n in expected if (out / n).read_bytes() != (traces / n).read_bytes()] == []
-    assert owner.stat().st_mtime_ns == owner_written  # kept, not simulated again
-    again = json.loads((truths / "bench-quorum" / "truth.json").read_text())
-    assert {**again, "generate_s": 0} == {**quorum, "generate_s": 0}
+    # the two finished runs kept, not simulated again; the quorum run simulated again
+    assert {run: written_at(run) for run in kept} == kept
+    assert written_at("bench-quorum") != quorum_at
+    assert {**truth_of("bench-quorum"), "generate_s": 0} == {**quorum, "generate_s": 0}

@@ -163,9 +163,10 @@ def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_pat
     # its text: the row as a JSON object
     assert all(r.raw.startswith('{"run_id":"run-a","topic":') for r in got)
 
-    # The same 12 rows as two files of 6, each a batch of its own once a batch may hold fewer
-    # records than both (weighed by their records, not their few hundred bytes): the same tables
-    # from two batches, each with its own ingest id.
+    # The same 12 rows as two files of 6 (some 8 KB each): a batch bound of 10 records cuts them
+    # into two batches, whose tables are the one file's, each batch with its own ingest id; a
+    # bound of 12 records (384 bytes, far below the files' bytes) takes both in one batch: the
+    # files are weighed by their records.
     halves = tmp_path / "halves"
     numbered = accepted.withColumn(
         "_n", F.row_number().over(W.orderBy("source_file", "line_number"))
@@ -188,6 +189,13 @@ def test_ingest_of_the_columnar_form_gives_the_jsonl_forms_tables(spark, tmp_pat
         ("run-a-2.parquet", 6),
     ]
     assert len({r.ingest_id for r in manifest}) == 2
+    monkeypatch.setattr(skeleton, "BATCH_BYTES", 12 * COLUMNAR_RECORD_BYTES)
+    assert sum(f.stat().st_size for f in halves.iterdir()) > 12 * COLUMNAR_RECORD_BYTES
+    in_one = Lakehouse(spark, load_config("local", lakehouse=str(tmp_path / "lh-o")))
+    assert ingest_traces(in_one, halves).records == 12
+    manifest = in_one.read("ingested_files").select("ingest_id").collect()
+    assert len(manifest) == 2
+    assert len({r.ingest_id for r in manifest}) == 1
 
 
 @pytest.mark.slow
