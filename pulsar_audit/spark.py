@@ -87,6 +87,13 @@ SMALL_INPUT_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "1",
     "spark.sql.adaptive.enabled": "false",
+    # Without adaptive execution a broadcast's wait includes computing what it broadcasts.
+    # A small input's job can still have large work: the table checks of a large run whose
+    # ingest was stopped before them, taken up by the next job (jobs/ingest.py), e.g. one
+    # given an empty folder. Over the 280 million records of a 10^8-message trace's first
+    # run the checks' broadcast of the sole producers per topic failed at Spark's 300 s
+    # (docs/performance.md, "Session 55"). Negative: no time limit.
+    "spark.sql.broadcastTimeout": "-1",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.databricks.delta.snapshotPartitions": "1",
