@@ -162,7 +162,13 @@ GENERATED_CODE_CONF = {
 # What a running session can take of SMALL_INPUT_CONF (its SQL settings), for a small job
 # inside a session made for larger ones: a `watch` micro-batch of a small input, whose every
 # shuffle would otherwise be its own adaptive job over mostly empty partitions.
-SMALL_FRAMES_CONF = {k: v for k, v in SMALL_INPUT_CONF.items() if k.startswith("spark.sql.")}
+# Not the broadcast's lifted time limit: a micro-batch's frames are small, and on a cluster a
+# broadcast held up by a lost executor should still fail rather than wait forever.
+SMALL_FRAMES_CONF = {
+    k: v
+    for k, v in SMALL_INPUT_CONF.items()
+    if k.startswith("spark.sql.") and k != "spark.sql.broadcastTimeout"
+}
 # The settings a running session takes at any time (SQL's and Delta's); the JVM's options and
 # the SparkContext's (e.g. spark.default.parallelism) are fixed when the session starts.
 RUNTIME_PREFIXES = ("spark.sql.", "spark.databricks.delta.")
