@@ -1,6 +1,7 @@
 """The benchmark: pulsar-audit analyze against DuckDB SQL and an in-memory dict checker.
 
     .venv/bin/python -m bench.run --sizes 1e4,1e5,1e6,2e6 [--with-1e7] [--with-1e8] [--workdir DIR]
+    .venv/bin/python -m bench.run --sizes '' --with-1e8 --skip-fixed --in-steps --workdir DIR
 
 For each size: simulate the trace once (bench/simulated.py: two chaos runs of the simulator,
 with their ground truth), then time each checker as a whole process from a cold start,
@@ -9,6 +10,12 @@ lakehouse, (b) bench/duckdb_check.py, (c) bench/dict_check.py. All three must ag
 count, and with the simulator's truth; a disagreement (or a failed checker) exits 1 with the
 differences. Once per invocation, the fixed costs against a bare local Spark session with
 Delta. Prints tables; writes WORKDIR/results.json. See bench/README.md.
+
+--in-steps: for a size whose analyze outlasts a session (10^8 here: hours), the trace is
+generated resumably and analyze runs as its steps, each its own measured process (`ingest
+traces`, `pipeline --run` per run, then `analyze`, which finds nothing new and prints the
+counts); each step, DuckDB and the dict checker are recorded in WORKDIR/steps/SIZE.json once
+they end well, and the same command run again skips them, keeping the lakehouse.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +38,7 @@ import psutil
 from bench.counts import differences, from_analyze, totals
 from bench.measure import Measured, run_measured, skipped
 from bench.profiling import profiling_conf_dir
-from bench.simulated import from_truth, simulated_messages
+from bench.simulated import from_truth, simulated_messages, truth_folder
 from bench.stage_profile import event_log_file, markdown, profile, step_markdown, step_profile
 from pulsar_audit.config import CONF_DIR_VAR, DEFAULT_ENV, ENV_VAR, default_conf_dir
 from pulsar_audit.jvm_archive import ARCHIVE_ENV
@@ -109,6 +118,7 @@ class Bench:
         self.failures: list[str] = []
         self.profiles: dict[str, list[dict[str, Any]]] = {}  # analyze's name → stage rows
         self.step_profiles: dict[str, list[dict[str, Any]]] = {}  # analyze's name → step rows
+        self.analyze_steps: dict[str, list[dict[str, Any]]] = {}  # --in-steps: name → steps
 
     # ------------------------------------------------------------------ helpers
 
@@ -128,6 +138,8 @@ class Bench:
     def record(self, m: Measured) -> dict[str, Any]:
         """What results.json keeps of a process: no stdout/stderr, the stage profile if any."""
         kept = {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")}
+        if m.name in self.analyze_steps:
+            kept["steps"] = self.analyze_steps[m.name]
         if m.name not in self.profiles:
             return kept
         steps = {"step_profile": self.step_profiles[m.name]} if m.name in self.step_profiles else {}
@@ -160,9 +172,12 @@ class Bench:
         if manifest.exists() and json.loads(manifest.read_text()) == wanted:
             print(f"  generate {label}: reusing {folder}", flush=True)
             return {"generate_s": None, "reused": True}
-        self.fresh(folder)
         command = [PYTHON, "-m", "bench.simulated", "--messages", str(messages)]
         command += ["--seed", str(seed), "--out", str(folder), "--prefix", prefix]
+        if self.args.in_steps:  # keep the runs a stopped generation finished
+            command += ["--resume"]
+        else:
+            self.fresh(folder)
         if form == "columnar":
             command += ["--columnar"]
         elif self.args.gzip:
@@ -201,6 +216,91 @@ class Bench:
             self.step_profiles[name] = steps
             print("    " + step_markdown(steps).replace("\n", "\n    "), flush=True)
         return result
+
+    def steps_file(self, label: str) -> Path:
+        return self.work / "steps" / f"{label}.json"
+
+    def once(self, label: str, step: str, run: Callable[[], Measured]) -> Measured:
+        """With --in-steps, `run` measured once: its record is kept in WORKDIR/steps/LABEL.json
+        when it ends well and reused by a later invocation; an attempt that did not (stopped
+        with the session, failed) stays in the record's `earlier`. Without, just `run`."""
+        if not self.args.in_steps:
+            return run()
+        path = self.steps_file(label)
+        state = json.loads(path.read_text()) if path.exists() else {}
+        record = state.get(step, {})
+        if record.get("status") == "ok":
+            print(f"  {label} {step}: recorded in {path}, reused", flush=True)
+            return Measured(**{f.name: record[f.name] for f in fields(Measured)})
+        earlier = record.pop("earlier", [])
+        earlier += [record] if record else []
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # an attempt stopped from outside leaves its start recorded
+        started = {"name": step, "status": "started", "at": time.time()}
+        _write_json(path, {**state, step: {**started, "earlier": earlier}})
+        m = run()
+        kept = {k: v for k, v in m.as_dict().items() if m.status == "ok" or k != "stdout"}
+        _write_json(path, {**state, step: {**kept, "earlier": earlier}})
+        return m
+
+    def analyze_in_steps(self, name: str, label: str, traces: Path, lakehouse: Path) -> Measured:
+        """`analyze` of `traces` as its steps, each measured and recorded (`once`): the ingest
+        (which itself commits batch by batch), each run's pipeline, then `analyze`, which finds
+        nothing new and prints the counts. The whole: the steps' walls and CPU summed, the
+        largest peak RSS, the last step's output."""
+        lake = str(lakehouse)
+        runs = sorted(p.name for p in truth_folder(traces).iterdir() if p.is_dir())
+        steps = [("ingest", [CLI, "ingest", "traces", str(traces), "--lakehouse", lake])]
+        for run in runs:
+            steps += [(f"pipeline-{run}", [CLI, "pipeline", "--run", run, "--lakehouse", lake])]
+        steps += [("analyze", [CLI, "analyze", str(traces), "--json", "--lakehouse", lake])]
+        done: list[Measured] = []
+        timeout = self.args.timeout
+        for step, command in steps:
+            done.append(
+                self.once(
+                    label,
+                    step,
+                    lambda s=step, c=command: self.measure(f"{name}-{s}", c, timeout_s=timeout),
+                )
+            )
+            if done[-1].status != "ok":
+                break
+        self.analyze_steps[name] = [
+            {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")} for m in done
+        ]
+        last = done[-1]
+        stdout = self.with_ingested(label, traces, lakehouse, last.stdout) if last.stdout else ""
+        return Measured(
+            name,
+            [" ".join(c) for _, c in steps],
+            round(sum(m.wall_s for m in done), 2),
+            max(m.peak_rss_gb for m in done),
+            max(m.peak_pss_gb for m in done),
+            round(sum(m.cpu_s for m in done), 1),
+            last.exit_code,
+            last.status,  # the first step that did not end well, or the last one's "ok"
+            stdout,
+            last.stderr,
+        )
+
+    def with_ingested(self, label: str, traces: Path, lakehouse: Path, analyzed: str) -> str:
+        """The last step's `analyze --json` (which found nothing new) with the ingest's counts
+        of `traces`' files from bronze.ingested_files: a resumed ingest reports only its own
+        batches. Not part of the steps' time."""
+        query = (
+            "SELECT count(*) AS files, sum(records) AS records, sum(accepted) AS accepted, "
+            "sum(quarantined) AS quarantined FROM bronze.ingested_files "
+            f"WHERE kind = 'trace' AND startswith(path, '{traces.resolve()}/')"
+        )
+        command = [CLI, "sql", query, "--json", "--lakehouse", str(lakehouse)]
+        counted = self.once(label, "records", lambda: self.measure(f"records-{label}", command))
+        if counted.status != "ok":  # a failure already; the records then differ
+            return analyzed
+        result = json.loads(analyzed)
+        row = json.loads(counted.stdout)["rows"][0]
+        result["ingest"] = {k: int(v or 0) for k, v in row.items()}
+        return json.dumps(result)
 
     # ------------------------------------------------------------------ stages
 
@@ -241,18 +341,28 @@ class Bench:
         print(f"size {label} ({messages:,} messages, {form})", flush=True)
         traces = self.work / "traces" / label
         entry: dict[str, Any] = {"size": label, "messages": messages, "form": form}
-        entry.update(self.generate(label, traces, messages, self.args.seed, "bench", form))
+        generated = self.generate(label, traces, messages, self.args.seed, "bench", form)
+        entry.update(generated)
         entry["messages"] = simulated_messages(messages)  # N rounded to whole partitions
         entry["trace_bytes"] = sum(
             p.stat().st_size for p in traces.iterdir() if p.name.startswith("trace-")
         )
-        lakehouse = self.fresh(self.work / "lakehouses" / label)
+        lakehouse = self.work / "lakehouses" / label
+        if not (self.args.in_steps and generated["reused"]):  # the steps of another trace
+            self.fresh(lakehouse)
+            self.steps_file(label).unlink(missing_ok=True)
+        name = f"analyze-{label}"
+        analyze = (
+            self.analyze_in_steps(name, label, traces, lakehouse)
+            if self.args.in_steps
+            else self.analyze(name, traces, lakehouse)
+        )
+        duckdb = [PYTHON, "-m", "bench.duckdb_check", str(traces), "--threads", "2"]
+        timeout = self.args.timeout
         runs: dict[str, Measured] = {
-            "analyze": self.analyze(f"analyze-{label}", traces, lakehouse),
-            "duckdb": self.measure(
-                f"duckdb-{label}",
-                [PYTHON, "-m", "bench.duckdb_check", str(traces), "--threads", "2"],
-                timeout_s=self.args.timeout,
+            "analyze": analyze,
+            "duckdb": self.once(
+                label, "duckdb", lambda: self.measure(f"duckdb-{label}", duckdb, timeout_s=timeout)
             ),
         }
         if messages > self.args.dict_max_messages:
@@ -260,11 +370,14 @@ class Bench:
                 f"dict-{label}", [], f"over --dict-max-messages {self.args.dict_max_messages:,}"
             )
         else:
-            runs["dict"] = self.measure(
-                f"dict-{label}",
-                [PYTHON, "-m", "bench.dict_check", str(traces)],
-                rss_cap_gb=self.args.dict_rss_cap_gb,
-                timeout_s=self.args.timeout,
+            dict_check = [PYTHON, "-m", "bench.dict_check", str(traces)]
+            cap = self.args.dict_rss_cap_gb
+            runs["dict"] = self.once(
+                label,
+                "dict",
+                lambda: self.measure(
+                    f"dict-{label}", dict_check, rss_cap_gb=cap, timeout_s=timeout
+                ),
             )
         entry["checkers"] = {name: self.record(m) for name, m in runs.items()}
         entry.update(self.compare(label, runs, from_truth(traces)))
@@ -322,10 +435,11 @@ class Bench:
         print(f"increment: a run of {messages // 100:,} messages into {lakehouse}", flush=True)
         traces = self.work / "traces" / inc_label
         generated = self.generate(inc_label, traces, messages // 100, self.args.seed + 1, "inc")
-        added = self.analyze(f"analyze-{inc_label}", traces, lakehouse)
-        duck = self.measure(
-            f"duckdb-{inc_label}", [PYTHON, "-m", "bench.duckdb_check", str(traces)]
+        added = self.once(
+            inc_label, "analyze", lambda: self.analyze(f"analyze-{inc_label}", traces, lakehouse)
         )
+        duckdb = [PYTHON, "-m", "bench.duckdb_check", str(traces)]
+        duck = self.once(inc_label, "duckdb", lambda: self.measure(f"duckdb-{inc_label}", duckdb))
         diffs = []
         if added.status == "ok" and duck.status == "ok":
             product = from_analyze(json.loads(added.stdout))
@@ -368,6 +482,13 @@ class Bench:
 
     def write(self) -> None:
         (self.work / "results.json").write_text(json.dumps(self.results, indent=1) + "\n")
+
+
+def _write_json(path: Path, value: Any) -> None:
+    """`value` as JSON in `path`, whole or not at all (a stop mid-write leaves the old file)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(value, indent=1) + "\n")
+    partial.replace(path)
 
 
 def size_plan(args: argparse.Namespace) -> tuple[list[tuple[str, int, list[str]]], str | None]:
@@ -436,6 +557,7 @@ def render(results: dict[str, Any]) -> str:
             f"{_fmt(small['vs_examples_new'])} × its whole analyze (examples_new)",
         ]
     lines += _biggest(results)
+    lines += _steps(results)
     if results.get("increment"):
         inc = results["increment"]
         lines += [
@@ -499,6 +621,29 @@ def _biggest(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _steps(results: dict[str, Any]) -> list[str]:
+    """Per analyze run in steps (--in-steps): each step's process, and which were attempted
+    before (stopped with a session: the ingest's committed batches are not redone, so its
+    figure leaves them out)."""
+    lines = []
+    for entry in results["sizes"]:
+        steps = entry["checkers"]["analyze"].get("steps")
+        if not steps:
+            continue
+        lines += [
+            "",
+            f"steps of analyze-{entry['size']}:",
+            "| step | wall s | CPU s | peak RSS GB | status |",
+            "|---|---:|---:|---:|---|",
+        ]
+        lines += [
+            f"| {m['name']} | {m['wall_s']:.1f} | {m['cpu_s']:.1f} | {m['peak_rss_gb']:.2f} "
+            f"| {m['status']} |"
+            for m in steps
+        ]
+    return lines
+
+
 def _profiles(results: dict[str, Any]) -> list[str]:
     """The per-stage table of every analyze run with --profile."""
     measured = [m for e in results["sizes"] for m in e["checkers"].values()]
@@ -553,7 +698,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="write each analyze's Spark event log and print its per-stage table",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--in-steps",
+        action="store_true",
+        help="generate resumably; run each size's analyze as measured steps (ingest, each "
+        "run's pipeline, analyze) recorded in WORKDIR/steps/ and skipped when run again: "
+        "for 1e8, which outlasts a session",
+    )
+    args = parser.parse_args(argv)
+    if args.in_steps and args.profile:
+        parser.error("--in-steps takes no --profile: a step's process is not an analyze")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,15 @@
 """What bench.run measures for its flags: the sizes and forms, where the 1 % increment goes,
-the 10⁸ run's peak RSS against issue 24's 8 GB bound, and the examples' small increment."""
+the 10⁸ run's peak RSS against issue 24's 8 GB bound, the examples' small increment, and a
+run in steps recorded across invocations (--in-steps)."""
 
 from __future__ import annotations
 
 import json
+import sys
 
-from bench.run import LATE_RECORDS, parse_args, render, size_plan, write_late_receive
+import pytest
+
+from bench.run import LATE_RECORDS, Bench, parse_args, render, size_plan, write_late_receive
 
 
 def test_default_sizes_run_in_every_form_without_an_increment():
@@ -80,3 +84,60 @@ def test_the_fixed_costs_print_what_a_small_increment_costs_beside_the_whole(tmp
     ) in render(results)
     del results["fixed"]["examples_increment"]
     assert "examples_increment" not in render(results)
+
+
+def _python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_in_steps_a_step_that_ended_well_is_reused_and_one_that_did_not_runs_again(tmp_path):
+    bench = Bench(parse_args(["--in-steps", "--workdir", str(tmp_path)]))
+
+    def step(name: str, code: str):
+        return lambda: bench.measure(name, _python(code))
+
+    first = bench.once("1e8", "duckdb", step("duckdb", "print('counted')"))
+    assert (first.status, first.stdout) == ("ok", "counted\n")
+    again = bench.once("1e8", "duckdb", step("duckdb", "raise SystemExit(3)"))
+    assert (again.status, again.stdout, again.wall_s) == ("ok", "counted\n", first.wall_s)
+
+    failed = bench.once("1e8", "dict", step("dict", "raise SystemExit(3)"))
+    assert (failed.status, failed.exit_code) == ("failed", 3)
+    # a session that ended mid-step leaves only its start
+    state = json.loads(bench.steps_file("1e8").read_text())
+    state["ingest"] = {"name": "ingest", "status": "started", "at": 1.0, "earlier": []}
+    bench.steps_file("1e8").write_text(json.dumps(state))
+    retried = bench.once("1e8", "dict", step("dict", "print('again')"))
+    resumed = bench.once("1e8", "ingest", step("ingest", "print('ingested')"))
+    assert (retried.status, resumed.status) == ("ok", "ok")
+
+    state = json.loads(bench.steps_file("1e8").read_text())
+    assert [e["exit_code"] for e in state["dict"]["earlier"]] == [3]
+    assert state["dict"]["stdout"] == "again\n"
+    assert [e["status"] for e in state["ingest"]["earlier"]] == ["started"]
+    assert state["duckdb"]["earlier"] == []
+    assert "stdout" not in state["dict"]["earlier"][0]  # only a step that ended well keeps it
+
+
+def test_without_in_steps_every_step_runs_and_nothing_is_recorded(tmp_path):
+    bench = Bench(parse_args(["--workdir", str(tmp_path)]))
+    for code in ("print(1)", "print(2)"):
+        m = bench.once("1e4", "duckdb", lambda c=code: bench.measure("duckdb", _python(c)))
+        assert m.stdout == code[-2] + "\n"
+    assert not bench.steps_file("1e4").exists()
+
+
+def test_in_steps_takes_no_profile_and_prints_each_step():
+    with pytest.raises(SystemExit):
+        parse_args(["--in-steps", "--profile"])
+    results = _results(100_000_000, 6.5)
+    steps = [
+        {"name": "analyze-1e8-columnar-ingest", "wall_s": 4000.0, "cpu_s": 5000.0},
+        {"name": "analyze-1e8-columnar-analyze", "wall_s": 60.0, "cpu_s": 90.0},
+    ]
+    analyze = results["sizes"][0]["checkers"]["analyze"]
+    analyze["steps"] = [{**s, "peak_rss_gb": 4.5, "status": "ok"} for s in steps]
+    printed = render(results)
+    assert "steps of analyze-1e8-columnar:" in printed
+    assert "| analyze-1e8-columnar-ingest | 4000.0 | 5000.0 | 4.50 | ok |" in printed
+    assert "steps of" not in render(_results(100_000_000, 6.5))
