@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from pulsar_audit.errors import InputError
+from pulsar_audit.spark import file_text_bytes
 from pulsar_audit.storage import FileStat, FileStore
 
 BATCH_BYTES = 1 << 30
@@ -254,7 +255,10 @@ def batches(
 def batch_weights(
     spark: SparkSession, files: Sequence[InputFile], batch_bytes: int = BATCH_BYTES
 ) -> list[int]:
-    """What each file counts as when `files` are cut into batches: its size in bytes; a Parquet
+    """What each file counts as when `files` are cut into batches: its size in bytes; a gzip
+    file the text it holds (its trailer's record, `file_text_bytes`), so that a batch of
+    `.jsonl.gz` holds about the lines of a plain JSONL batch, not some eight times as many
+    (the staged rows of a batch go to disk and are written before its commit); a Parquet
     file (the trace's columnar form) its records times COLUMNAR_RECORD_BYTES, from its footer.
 
     Parquet's bytes say little of its records: the simulator's 10^8-message trace takes 12.2
@@ -266,7 +270,10 @@ def batch_weights(
     record (traces take 6.5 to 15 here; a file below that only makes a larger batch): a
     watch's micro-batch of small files reads none. A footer that cannot be read leaves the
     file at its size (its read then fails with the file's own error)."""
-    sizes = [f.size_bytes for f in files]
+    sizes = [
+        file_text_bytes(f.read_as, f.size_bytes) if f.path.endswith(".gz") else f.size_bytes
+        for f in files
+    ]
     parquet = [i for i, f in enumerate(files) if f.path.endswith(".parquet")]
     if sum(sizes[i] for i in parquet) * COLUMNAR_RECORD_BYTES <= batch_bytes:
         return sizes

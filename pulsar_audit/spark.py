@@ -229,6 +229,15 @@ def _text_bytes(path: str) -> int:
     return text_size(path, size)
 
 
+def file_text_bytes(path: str, size_bytes: int) -> int:
+    """The text the file `path` (a path or URI) of `size_bytes` stands for: a local file's own
+    record (`_text_bytes`), else the estimate from its name (`text_size`)."""
+    local = local_form(path)
+    if local is not None and os.path.isfile(local):
+        return _text_bytes(local)
+    return text_size(path, size_bytes)
+
+
 def text_size(path: str, size_bytes: int) -> int:
     """An estimate of the text a file of `size_bytes` stands for, from its name alone (a file
     that may not be local: see _text_bytes for a local file's own record)."""

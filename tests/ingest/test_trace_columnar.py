@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,7 @@ from ingest.trace_format import (
 from jobs.ingest import ingest_traces
 from pulsar_audit.errors import InputError
 from pulsar_audit.schemas import TRACE_COLUMNAR
+from pulsar_audit.spark import GZIP_EXPANSION
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "traces"
 KIND_TYPES = {"long": "bigint", "int": "int", "bool": "boolean", "string": "string"}
@@ -316,6 +318,27 @@ def test_a_batch_is_bounded_by_its_files_weights():
     files = [InputFile(f"f{i}", 1, "h") for i in range(4)]
     got = [[f.path for f in g] for g in batches(files, batch_bytes=10, weights=[4, 5, 9, 30])]
     assert got == [["f0", "f1"], ["f2"], ["f3"]]
+
+
+def test_a_gzip_file_weighs_the_text_it_holds(spark, tmp_path):
+    text = "".join(f'{{"run_id": "r", "seq": {n}}}\n' for n in range(2000))
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    plain = tmp_path / "t.jsonl"
+    plain.write_text(text)
+    size = packed.stat().st_size
+    assert size * 8 < len(text)  # repetitive lines: the trailer's record, not an estimate
+    files = [
+        InputFile(str(packed), size, "h"),
+        InputFile(str(plain), len(text), "h"),
+        # not here (a file elsewhere): the estimate from its name
+        InputFile(str(tmp_path / "gone.jsonl.gz"), 100, "h"),
+    ]
+    assert batch_weights(spark, files) == [len(text), len(text), 100 * GZIP_EXPANSION]
+    # cut by the text, as the plain file is
+    weights = batch_weights(spark, files)
+    got = batches(files[:2], batch_bytes=len(text), weights=weights[:2])
+    assert [[f.path for f in g] for g in got] == [[str(packed)], [str(plain)]]
 
 
 @pytest.mark.slow
