@@ -119,6 +119,7 @@ class Bench:
         self.profiles: dict[str, list[dict[str, Any]]] = {}  # analyze's name → stage rows
         self.step_profiles: dict[str, list[dict[str, Any]]] = {}  # analyze's name → step rows
         self.analyze_steps: dict[str, list[dict[str, Any]]] = {}  # --in-steps: name → steps
+        self.attempts: dict[tuple[str, str], int] = {}  # --in-steps: (label, step) → attempts
 
     # ------------------------------------------------------------------ helpers
 
@@ -229,18 +230,23 @@ class Bench:
         path = self.steps_file(label)
         state = json.loads(path.read_text()) if path.exists() else {}
         record = state.get(step, {})
+        commit = self.results["commit"]
         if record.get("status") == "ok":
             print(f"  {label} {step}: recorded in {path}, reused", flush=True)
+            if record.get("commit") != commit:
+                print(f"    (measured at commit {str(record.get('commit'))[:12]})", flush=True)
+            self.attempts[(label, step)] = 1 + len(record.get("earlier", []))
             return Measured(**{f.name: record[f.name] for f in fields(Measured)})
         earlier = record.pop("earlier", [])
         earlier += [record] if record else []
+        self.attempts[(label, step)] = 1 + len(earlier)
         path.parent.mkdir(parents=True, exist_ok=True)
         # an attempt stopped from outside leaves its start recorded
-        started = {"name": step, "status": "started", "at": time.time()}
+        started = {"name": step, "status": "started", "at": time.time(), "commit": commit}
         _write_json(path, {**state, step: {**started, "earlier": earlier}})
         m = run()
         kept = {k: v for k, v in m.as_dict().items() if m.status == "ok" or k != "stdout"}
-        _write_json(path, {**state, step: {**kept, "earlier": earlier}})
+        _write_json(path, {**state, step: {**kept, "commit": commit, "earlier": earlier}})
         return m
 
     def analyze_in_steps(self, name: str, label: str, traces: Path, lakehouse: Path) -> Measured:
@@ -267,10 +273,15 @@ class Bench:
             if done[-1].status != "ok":
                 break
         self.analyze_steps[name] = [
-            {k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")} for m in done
+            {
+                **{k: v for k, v in m.as_dict().items() if k not in ("stdout", "stderr")},
+                "attempts": self.attempts.get((label, step), 1),
+            }
+            for m, (step, _) in zip(done, steps, strict=False)
         ]
         last = done[-1]
-        stdout = self.with_ingested(label, traces, lakehouse, last.stdout) if last.stdout else ""
+        ok = last.status == "ok"
+        stdout = self.with_ingested(traces, lakehouse, last.stdout) if ok else last.stdout
         return Measured(
             name,
             [" ".join(c) for _, c in steps],
@@ -284,22 +295,25 @@ class Bench:
             last.stderr,
         )
 
-    def with_ingested(self, label: str, traces: Path, lakehouse: Path, analyzed: str) -> str:
+    def with_ingested(self, traces: Path, lakehouse: Path, analyzed: str) -> str:
         """The last step's `analyze --json` (which found nothing new) with the ingest's counts
-        of `traces`' files from bronze.ingested_files: a resumed ingest reports only its own
-        batches. Not part of the steps' time."""
-        query = (
-            "SELECT count(*) AS files, sum(records) AS records, sum(accepted) AS accepted, "
+        of `traces`' files, from bronze.ingested_files: a resumed ingest reports only its own
+        batches. Counted again each time (one query), not part of the steps' time."""
+        query = (  # per folder, so that no path is written into the query
+            "SELECT regexp_extract(path, '^(.*)/[^/]*$', 1) AS folder, count(*) AS files, "
+            "sum(records) AS records, sum(accepted) AS accepted, "
             "sum(quarantined) AS quarantined FROM bronze.ingested_files "
-            f"WHERE kind = 'trace' AND startswith(path, '{traces.resolve()}/')"
+            "WHERE kind = 'trace' GROUP BY 1"
         )
-        command = [CLI, "sql", query, "--json", "--lakehouse", str(lakehouse)]
-        counted = self.once(label, "records", lambda: self.measure(f"records-{label}", command))
+        command = [CLI, "sql", query, "--json", "--limit", "100000", "--lakehouse", str(lakehouse)]
+        counted = self.measure(f"records-{traces.name}", command)
         if counted.status != "ok":  # a failure already; the records then differ
             return analyzed
         result = json.loads(analyzed)
-        row = json.loads(counted.stdout)["rows"][0]
-        result["ingest"] = {k: int(v or 0) for k, v in row.items()}
+        rows = json.loads(counted.stdout)["rows"]
+        (row,) = [r for r in rows if r["folder"] == str(traces.resolve())] or [{}]
+        counts = ("files", "records", "accepted", "quarantined")
+        result["ingest"] = {k: int(row.get(k) or 0) for k in counts}
         return json.dumps(result)
 
     # ------------------------------------------------------------------ stages
@@ -348,9 +362,12 @@ class Bench:
             p.stat().st_size for p in traces.iterdir() if p.name.startswith("trace-")
         )
         lakehouse = self.work / "lakehouses" / label
-        if not (self.args.in_steps and generated["reused"]):  # the steps of another trace
+        # kept only for steps recorded on this very trace (its manifest reused); anything else
+        # starts anew, the increment's steps with it
+        if not (self.args.in_steps and generated["reused"] and self.steps_file(label).exists()):
             self.fresh(lakehouse)
-            self.steps_file(label).unlink(missing_ok=True)
+            for stale in (label, f"{label}-inc"):
+                self.steps_file(stale).unlink(missing_ok=True)
         name = f"analyze-{label}"
         analyze = (
             self.analyze_in_steps(name, label, traces, lakehouse)
@@ -435,6 +452,8 @@ class Bench:
         print(f"increment: a run of {messages // 100:,} messages into {lakehouse}", flush=True)
         traces = self.work / "traces" / inc_label
         generated = self.generate(inc_label, traces, messages // 100, self.args.seed + 1, "inc")
+        if not generated["reused"]:  # steps recorded on another trace of the increment
+            self.steps_file(inc_label).unlink(missing_ok=True)
         added = self.once(
             inc_label, "analyze", lambda: self.analyze(f"analyze-{inc_label}", traces, lakehouse)
         )
@@ -454,6 +473,7 @@ class Bench:
             "messages": messages // 100,
             **generated,
             "analyze": self.record(added),
+            "attempts": self.attempts.get((inc_label, "analyze"), 1),
             "vs_full_run": _ratio(added.wall_s, full_wall),
             "differences": diffs,
         }
@@ -469,7 +489,8 @@ class Bench:
                 self.write()
             # the size's first form: the increment's base
             entry = self.results["sizes"][-len(size_forms)]
-            if label == increment_on:
+            # onto a lakehouse whose analyze ended well only (a failed one is half built)
+            if label == increment_on and entry["checkers"]["analyze"]["status"] == "ok":
                 full = entry["checkers"]["analyze"]["wall_s"]
                 self.increment(label, messages, Path(entry["lakehouse"]), full)
                 self.write()
@@ -565,6 +586,11 @@ def render(results: dict[str, Any]) -> str:
             f"increment: a {inc['messages']:,}-message run added to the {inc['size']} lakehouse: "
             f"{inc['analyze']['wall_s']:.1f} s = {_fmt(inc['vs_full_run'])} × the full run",
         ]
+        if inc.get("attempts", 1) > 1:
+            lines.append(
+                f"  (resumed: attempt {inc['attempts']}; what the stopped attempts committed is "
+                "not in the figure, which is therefore too low)"
+            )
     lines += _profiles(results)
     for failure in results.get("failures", []):
         lines.append(f"FAILED: {failure}")
@@ -633,14 +659,21 @@ def _steps(results: dict[str, Any]) -> list[str]:
         lines += [
             "",
             f"steps of analyze-{entry['size']}:",
-            "| step | wall s | CPU s | peak RSS GB | status |",
-            "|---|---:|---:|---:|---|",
+            "| step | wall s | CPU s | peak RSS GB | status | attempts |",
+            "|---|---:|---:|---:|---|---:|",
         ]
         lines += [
             f"| {m['name']} | {m['wall_s']:.1f} | {m['cpu_s']:.1f} | {m['peak_rss_gb']:.2f} "
-            f"| {m['status']} |"
+            f"| {m['status']} | {m.get('attempts', 1)} |"
             for m in steps
         ]
+        resumed = [m["name"] for m in steps if m.get("attempts", 1) > 1]
+        if resumed:
+            lines.append(
+                f"resumed after a stop: {', '.join(resumed)}: each figure is its last attempt "
+                "(an ingest's batches committed before it, and a stopped pipeline's work, are "
+                "left out)"
+            )
     return lines
 
 
@@ -703,7 +736,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="generate resumably; run each size's analyze as measured steps (ingest, each "
         "run's pipeline, analyze) recorded in WORKDIR/steps/ and skipped when run again: "
-        "for 1e8, which outlasts a session",
+        "for 1e8, which outlasts a session (--timeout then applies to each step)",
     )
     args = parser.parse_args(argv)
     if args.in_steps and args.profile:

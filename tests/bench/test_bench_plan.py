@@ -111,7 +111,9 @@ def test_in_steps_a_step_that_ended_well_is_reused_and_one_that_did_not_runs_aga
     resumed = bench.once("1e8", "ingest", step("ingest", "print('ingested')"))
     assert (retried.status, resumed.status) == ("ok", "ok")
 
+    assert bench.attempts == {("1e8", "duckdb"): 1, ("1e8", "dict"): 2, ("1e8", "ingest"): 2}
     state = json.loads(bench.steps_file("1e8").read_text())
+    assert {r["commit"] for r in state.values()} == {bench.results["commit"]}
     assert [e["exit_code"] for e in state["dict"]["earlier"]] == [3]
     assert state["dict"]["stdout"] == "again\n"
     assert [e["status"] for e in state["ingest"]["earlier"]] == ["started"]
@@ -136,8 +138,20 @@ def test_in_steps_takes_no_profile_and_prints_each_step():
         {"name": "analyze-1e8-columnar-analyze", "wall_s": 60.0, "cpu_s": 90.0},
     ]
     analyze = results["sizes"][0]["checkers"]["analyze"]
-    analyze["steps"] = [{**s, "peak_rss_gb": 4.5, "status": "ok"} for s in steps]
+    analyze["steps"] = [{**s, "peak_rss_gb": 4.5, "status": "ok", "attempts": 1} for s in steps]
     printed = render(results)
     assert "steps of analyze-1e8-columnar:" in printed
-    assert "| analyze-1e8-columnar-ingest | 4000.0 | 5000.0 | 4.50 | ok |" in printed
+    assert "| analyze-1e8-columnar-ingest | 4000.0 | 5000.0 | 4.50 | ok | 1 |" in printed
+    assert "resumed" not in printed
     assert "steps of" not in render(_results(100_000_000, 6.5))
+    # a step resumed after a stop, and an increment: each says its figure leaves work out
+    analyze["steps"][0]["attempts"] = 2
+    inc = {"size": "1e8", "messages": 1_000_000, "analyze": {"wall_s": 300.0}, "attempts": 1}
+    results["increment"] = {**inc, "vs_full_run": 0.07}
+    printed = render(results)
+    assert "| analyze-1e8-columnar-ingest | 4000.0 | 5000.0 | 4.50 | ok | 2 |" in printed
+    assert "resumed after a stop: analyze-1e8-columnar-ingest: each figure is its last" in printed
+    assert "300.0 s = 0.07 × the full run" in printed
+    assert "resumed: attempt" not in printed
+    results["increment"]["attempts"] = 3
+    assert "(resumed: attempt 3; what the stopped attempts committed" in render(results)
