@@ -45,6 +45,9 @@ from pyspark.sql import SparkSession
 from bench.counts import report
 
 TRUTH_SUFFIX = ".truth"
+# In a run's truth folder while its truth is computed: its trace files, written whole, with the
+# options that made them (`--resume` then computes only the truth)
+TRACE_WRITTEN = "trace-written.json"
 # (run id suffix, share of the messages, partitions (0: a non-partitioned topic), options)
 RUNS = (
     (
@@ -104,6 +107,28 @@ def _finished(truth: Path, out: Path, wanted: dict[str, Any], suffix: str) -> li
     return names if same and whole else None
 
 
+def _written(folder: Path, wanted: dict[str, Any], suffix: str) -> list[str] | None:
+    """The trace files a stopped simulation of the run in `folder` wrote whole with the same
+    options (its TRACE_WRITTEN record; every file it names of the form `suffix` still in the
+    folder), to be kept while only its truth is computed; None when there are none."""
+    try:
+        done = json.loads((folder / TRACE_WRITTEN).read_text())
+        names = done["files"]
+        same = all(_plain(done.get(key)) == _plain(value) for key, value in wanted.items())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    whole = all(n.endswith(suffix) and (folder / n).exists() for n in names)
+    return names if same and whole and names else None
+
+
+def _mark_written(folder: Path, wanted: dict[str, Any], files: list[Path]) -> None:
+    """Record the run's trace files as written (whole: a stop mid-write leaves none)."""
+    record = {**wanted, "files": [f.name for f in files]}
+    partial = folder / (TRACE_WRITTEN + ".partial")
+    partial.write_text(json.dumps(record, default=str))
+    partial.replace(folder / TRACE_WRITTEN)
+
+
 def _plain(value: Any) -> Any:
     """`value` as truth.json holds it."""
     return json.loads(json.dumps(value, default=str))
@@ -131,8 +156,9 @@ def generate(
     resume: keep each run an earlier generation into `out` finished with the same options
     (its truth.json written; its files moved into `out`, or moved now; any other file of the
     run in `out` removed) and simulate only the others, from scratch (a run is a function of
-    its options alone: the same files as one whole generation). For sizes whose simulation
-    outlasts a process (10^8: hours)."""
+    its options alone: the same files as one whole generation). A run stopped after its trace
+    files were written whole (TRACE_WRITTEN) keeps them and computes only its truth. For sizes
+    whose simulation outlasts a process (10^8: hours)."""
     from simulate.run import DEFAULT_LADDER, TRUTH_FILE, simulate_run
     from simulate.scenario import scenario_from, validate
 
@@ -153,16 +179,26 @@ def generate(
         }
         suffix = ".parquet" if columnar else ".jsonl.gz" if gzip else ".jsonl"
         names = _finished(folder / TRUTH_FILE, out, wanted, suffix) if resume else None
-        if names is None:
+        written = _written(folder, wanted, suffix) if resume and names is None else None
+        if names is None and written is None:
             shutil.rmtree(folder, ignore_errors=True)
         for stale in out.glob(f"trace-{options['run_id']}-*"):
             if names is None or stale.name not in names:
                 stale.unlink()
         if names is None:
             truth = simulate_run(
-                spark, scenario_from(options), folder, threshold_ms, ladder, gzip, columnar
+                spark,
+                scenario_from(options),
+                folder,
+                threshold_ms,
+                ladder,
+                gzip,
+                columnar,
+                written=written,
+                after_trace=lambda files, f=folder, w=wanted: _mark_written(f, w, files),
             )
             names = truth["files"]
+            (folder / TRACE_WRITTEN).unlink(missing_ok=True)  # the truth says it now
         for name in names:
             if (folder / name).exists():
                 (folder / name).rename(out / name)

@@ -66,12 +66,18 @@ def simulate_run(
     gzip: bool = True,
     columnar: bool = False,
     stuck_key_ms: int = 10_000,
+    written: list[str] | None = None,
+    after_trace: Callable[[list[Path]], None] | None = None,
 ) -> dict[str, Any]:
     """Write one run's trace files and truth.json under `out`; return the truth (a dict).
 
     threshold_ms, ladder, stuck_key_ms: the outage threshold, backoff ladder and stuck-key
     delay `analyze` will use; gzip: the trace files as `.jsonl.gz` (default) or plain
     `.jsonl`; columnar: as `.parquet`.
+    written: the names of this run's trace files, already in `out` (an earlier simulation
+    with the same options wrote them and was stopped before its truth): not written again.
+    after_trace: called with the trace files once they are written, before the truth (whose
+    computation takes longer than the files' at 10^8).
     """
     s = validate(scenario)
     ladder = ladder or DEFAULT_LADDER
@@ -134,7 +140,12 @@ def simulate_run(
             }
         )
     labels = labels.unionByName(T.nonmonotonic_sends(messages))
-    files = write_trace(spark, lines, small, folder, s.run_id, gzip, columnar)
+    if written is None:
+        files = write_trace(spark, lines, small, folder, s.run_id, gzip, columnar)
+        if after_trace is not None:
+            after_trace(files)
+    else:
+        files = [folder / name for name in written]
     story = tell(plan)
     infra_files = write_infra(plan, story.lines, story.zk, folder)
     totals = messages.agg(

@@ -14,6 +14,7 @@ pytest.importorskip("duckdb", reason="the bench extra is not installed: pip inst
 from bench import dict_check, duckdb_check  # noqa: E402
 from bench.counts import differences, totals  # noqa: E402
 from bench.simulated import (  # noqa: E402
+    TRACE_WRITTEN,
     from_truth,
     generate,
     scenarios,
@@ -129,3 +130,51 @@ def test_an_interrupted_generation_resumes_with_the_same_files(spark, traces, tm
     assert {run: written_at(run) for run in kept} == kept
     assert written_at("bench-quorum") != quorum_at
     assert {**truth_of("bench-quorum"), "generate_s": 0} == {**quorum, "generate_s": 0}
+
+
+def test_a_run_stopped_after_its_trace_files_keeps_them_and_computes_its_truth(
+    spark, traces, tmp_path
+) -> None:
+    out = tmp_path / "traces"
+    shutil.copytree(traces, out)
+    shutil.copytree(truth_folder(traces), truth_folder(out))
+    folder = truth_folder(out) / "bench-quorum"
+    truth = json.loads((folder / "truth.json").read_text())
+    # stopped while its truth was computed: the files still in its folder, recorded whole
+    for name in truth["files"]:
+        (out / name).rename(folder / name)
+    (folder / "truth.json").unlink()
+    options = {k: truth[k] for k in ("scenario", "outage_threshold_ms", "backoff_ladder_ms")}
+    (folder / TRACE_WRITTEN).write_text(json.dumps({**options, "files": truth["files"]}))
+    marked = {n: (folder / n).stat().st_mtime_ns for n in truth["files"]}
+
+    files = generate(spark, out, MESSAGES, seed=11, resume=True)
+
+    assert sorted(p.name for p in files) == sorted(p.name for p in traces.iterdir())
+    changed = [p.name for p in files if p.read_bytes() != (traces / p.name).read_bytes()]
+    assert changed == []
+    # the files were kept (moved, not written again) and the truth computed again, the same
+    assert {n: (out / n).stat().st_mtime_ns for n in truth["files"]} == marked
+    again = json.loads((folder / "truth.json").read_text())
+    assert {**again, "generate_s": 0} == {**truth, "generate_s": 0}
+    assert not (folder / TRACE_WRITTEN).exists()
+
+
+def test_trace_files_of_other_options_are_not_kept(spark, traces, tmp_path) -> None:
+    out = tmp_path / "traces"
+    shutil.copytree(traces, out)
+    shutil.copytree(truth_folder(traces), truth_folder(out))
+    folder = truth_folder(out) / "bench-crash"
+    truth = json.loads((folder / "truth.json").read_text())
+    for name in truth["files"]:
+        (out / name).write_text("{}\n")  # not what this seed writes
+        (out / name).rename(folder / name)
+    (folder / "truth.json").unlink()
+    other = {**truth["scenario"], "seed": 12}
+    record = {"scenario": other, "outage_threshold_ms": truth["outage_threshold_ms"]}
+    record |= {"backoff_ladder_ms": truth["backoff_ladder_ms"], "files": truth["files"]}
+    (folder / TRACE_WRITTEN).write_text(json.dumps(record))
+
+    generate(spark, out, MESSAGES, seed=11, resume=True)
+
+    assert [n for n in truth["files"] if (out / n).read_bytes() != (traces / n).read_bytes()] == []
