@@ -132,20 +132,28 @@ def test_an_interrupted_generation_resumes_with_the_same_files(spark, traces, tm
     assert {**truth_of("bench-quorum"), "generate_s": 0} == {**quorum, "generate_s": 0}
 
 
-def test_a_run_stopped_after_its_trace_files_keeps_them_and_computes_its_truth(
-    spark, traces, tmp_path
-) -> None:
-    out = tmp_path / "traces"
+def _stopped_in_truth(traces: Path, out: Path, run: str, **scenario: object) -> tuple:
+    """A copy of `traces` in `out` as a generation stopped while `run`'s truth was computed
+    leaves it: the run's files still in its truth folder, recorded whole with its options
+    (`scenario`: options changed from the run's). (The run's folder, its old truth.)"""
     shutil.copytree(traces, out)
     shutil.copytree(truth_folder(traces), truth_folder(out))
-    folder = truth_folder(out) / "bench-quorum"
+    folder = truth_folder(out) / run
     truth = json.loads((folder / "truth.json").read_text())
-    # stopped while its truth was computed: the files still in its folder, recorded whole
     for name in truth["files"]:
         (out / name).rename(folder / name)
     (folder / "truth.json").unlink()
     options = {k: truth[k] for k in ("scenario", "outage_threshold_ms", "backoff_ladder_ms")}
+    options["scenario"] = {**options["scenario"], **scenario}
     (folder / TRACE_WRITTEN).write_text(json.dumps({**options, "files": truth["files"]}))
+    return folder, truth
+
+
+def test_a_run_stopped_after_its_trace_files_keeps_them_and_computes_its_truth(
+    spark, traces, tmp_path
+) -> None:
+    out = tmp_path / "traces"
+    folder, truth = _stopped_in_truth(traces, out, "bench-quorum")
     marked = {n: (folder / n).stat().st_mtime_ns for n in truth["files"]}
 
     files = generate(spark, out, MESSAGES, seed=11, resume=True)
@@ -162,18 +170,9 @@ def test_a_run_stopped_after_its_trace_files_keeps_them_and_computes_its_truth(
 
 def test_trace_files_of_other_options_are_not_kept(spark, traces, tmp_path) -> None:
     out = tmp_path / "traces"
-    shutil.copytree(traces, out)
-    shutil.copytree(truth_folder(traces), truth_folder(out))
-    folder = truth_folder(out) / "bench-crash"
-    truth = json.loads((folder / "truth.json").read_text())
+    folder, truth = _stopped_in_truth(traces, out, "bench-crash", seed=12)
     for name in truth["files"]:
-        (out / name).write_text("{}\n")  # not what this seed writes
-        (out / name).rename(folder / name)
-    (folder / "truth.json").unlink()
-    other = {**truth["scenario"], "seed": 12}
-    record = {"scenario": other, "outage_threshold_ms": truth["outage_threshold_ms"]}
-    record |= {"backoff_ladder_ms": truth["backoff_ladder_ms"], "files": truth["files"]}
-    (folder / TRACE_WRITTEN).write_text(json.dumps(record))
+        (folder / name).write_text("{}\n")  # not what this seed writes
 
     generate(spark, out, MESSAGES, seed=11, resume=True)
 
