@@ -113,6 +113,22 @@ def test_input_size_counts_gzip_and_parquet_as_their_text(tmp_path: Path):
     assert local_input_bytes(str(tmp_path / "missing")) is None
 
 
+def test_a_gzip_file_whose_text_may_pass_4_gib_counts_at_least_its_estimate(tmp_path: Path):
+    # the trailer's record is the text's size modulo 4 GiB: from a file of 600 MiB (sparse
+    # here; only its last 4 bytes are read) a record of 1 GiB may be 5 or 9 GiB of text
+    def sparse(size: int, recorded: int) -> str:
+        big = tmp_path / f"big-{size}.jsonl.gz"
+        with big.open("wb") as f:
+            f.truncate(size - 4)
+            f.seek(size - 4)
+            f.write(recorded.to_bytes(4, "little"))
+        return str(big)
+
+    assert local_input_bytes(sparse(600 << 20, 1 << 30)) == 8 * (600 << 20)
+    # just below 4 GiB of estimate the record is still taken
+    assert local_input_bytes(sparse((512 << 20) - 1, 3 << 30)) == 3 << 30
+
+
 def test_small_local_inputs_get_the_small_input_session(tmp_path: Path):
     config = load_config("local", lakehouse=str(tmp_path))
     small = for_input(config, 1000)
