@@ -95,30 +95,30 @@ def _finished(truth: Path, out: Path, wanted: dict[str, Any], suffix: str) -> li
     """The trace files of a run whose simulation finished as `wanted` asks (`truth`, its
     truth.json, whole, with the same scenario, outage threshold and ladder, and every file it
     names of the form `suffix` and in its folder or in `out`); None for a run to simulate."""
-    try:
-        done = json.loads(truth.read_text())
-        names = done["files"]
-        same = all(_plain(done.get(key)) == _plain(value) for key, value in wanted.items())
-    except (OSError, ValueError, KeyError, TypeError):  # none, or cut short by a kill
-        return None
-    whole = all(
-        n.endswith(suffix) and ((truth.parent / n).exists() or (out / n).exists()) for n in names
-    )
-    return names if same and whole else None
+    return _recorded(truth, wanted, suffix, (truth.parent, out))
 
 
 def _written(folder: Path, wanted: dict[str, Any], suffix: str) -> list[str] | None:
     """The trace files a stopped simulation of the run in `folder` wrote whole with the same
     options (its TRACE_WRITTEN record; every file it names of the form `suffix` still in the
     folder), to be kept while only its truth is computed; None when there are none."""
+    names = _recorded(folder / TRACE_WRITTEN, wanted, suffix, (folder,))
+    return names or None
+
+
+def _recorded(
+    record: Path, wanted: dict[str, Any], suffix: str, places: tuple[Path, ...]
+) -> list[str] | None:
+    """The files `record` (JSON) names when it is whole, holds `wanted`'s options, and names
+    only files of the form `suffix` that are in one of `places`; else None."""
     try:
-        done = json.loads((folder / TRACE_WRITTEN).read_text())
+        done = json.loads(record.read_text())
         names = done["files"]
         same = all(_plain(done.get(key)) == _plain(value) for key, value in wanted.items())
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):  # none, or cut short by a kill
         return None
-    whole = all(n.endswith(suffix) and (folder / n).exists() for n in names)
-    return names if same and whole and names else None
+    whole = all(n.endswith(suffix) and any((p / n).exists() for p in places) for n in names)
+    return names if same and whole else None
 
 
 def _mark_written(folder: Path, wanted: dict[str, Any], files: list[Path]) -> None:
