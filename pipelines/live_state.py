@@ -144,7 +144,11 @@ def fold(
     producer_events, consumer_events: the micro-batch's bronze rows; delivery: its receives
     as silver.delivery rows (`pipelines.silver.build_delivery`). keep: applied to what
     several parts of the state are derived from (the per-message aggregate, the counted in-flight
-    changes, the consumers), so that a caller can compute each once (a checkpoint).
+    changes, the consumers) and to the parts read again after the fold (the awaited
+    messages, the streams and the runs' clocks: the findings are judged from them beside the
+    state's write), so that a caller can compute each once (a checkpoint; with no exchange to
+    reuse in a plan that shuffles into one partition, a subtree used twice is computed twice:
+    docs/live.md, "Session 57").
     earlier: the bronze producer rows of earlier micro-batches of the runs where
     `new_subscriptions` shows a subscription the state does not know (None: there is none):
     a subscription first seen after messages were acked awaits them too, as the batch
@@ -164,13 +168,13 @@ def fold(
     consumers = keep(_consumers(state.consumers, consumer_events))
     folded = LiveState(
         in_flight=conform(messages.filter(F.col("completed_at").isNull()), LIVE_IN_FLIGHT),
-        streams=_streams(state.streams, counted, producer_events),
-        awaiting=_awaiting(
-            state, messages, delivery, consumers, _owed(state, consumer_events, earlier)
+        streams=keep(_streams(state.streams, counted, producer_events)),
+        awaiting=keep(
+            _awaiting(state, messages, delivery, consumers, _owed(state, consumer_events, earlier))
         ),
         frontier=_frontier(state.frontier, delivery),
         consumers=consumers,
-        runs=_runs(state.runs, producer_events, consumer_events, batch_id),
+        runs=keep(_runs(state.runs, producer_events, consumer_events, batch_id)),
     )
     return Folded(folded, closed)
 
