@@ -19,6 +19,11 @@ times (baseline, baseline2, ...: e.g. the commits between two changes), each wat
 so that each change's effect is measured in the same command.
 --profile: each watch writes Spark's event log (bench/profiling.py), and its micro-batches'
 Spark jobs, their seconds and executor CPU per stage are printed (bench/watch_profile.py).
+--rounds N: every checkout watches N times, interleaved (round 1: each baseline, then this
+checkout; round 2: the same again; ...), each into a lakehouse of its own; a table then sums
+each watch's micro-batches after the first (and their live state and ingest stages) per
+round. A single micro-batch here varies by about 2 s from run to run, more than most changes
+save: compare the sums, round by round.
 """
 
 from __future__ import annotations
@@ -121,6 +126,34 @@ def watched(
     return wall, micro_batches(log)
 
 
+SUMMED_STAGES = ("live state", "ingest traces")
+
+
+def round_sums(batches: list[Batch]) -> dict[str, float]:
+    """The seconds of a watch's micro-batches after the first (the first pays the JVM's
+    warming), and of SUMMED_STAGES inside them; in tenths, as the log gives them."""
+    later = [b for b in batches if b[0] > 0]
+    sums = {"micro-batches": sum(seconds for _, seconds, _ in later)}
+    for stage in SUMMED_STAGES:
+        sums[stage] = sum(stages.get(stage, 0.0) for _, _, stages in later)
+    return {key: round(value, 1) for key, value in sums.items()}
+
+
+def rounds_table(results: list[tuple[str, int, list[Batch]]]) -> str:
+    """A markdown table: per checkout and round (in the order they ran), `round_sums`."""
+    lines = [
+        "| checkout | round | micro-batches | micro-batches after the first s | "
+        + " | ".join(f"{stage} s" for stage in SUMMED_STAGES)
+        + " |",
+        "|---|---:|---:|---:|" + "---:|" * len(SUMMED_STAGES),
+    ]
+    for name, number, batches in results:
+        sums = round_sums(batches)
+        cells = [f"{sums[key]:.1f}" for key in ("micro-batches", *SUMMED_STAGES)]
+        lines.append(f"| {name} | {number} | {len(batches)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--messages", type=float, default=1e4)
@@ -131,6 +164,9 @@ def main(argv: list[str] | None = None) -> None:
         "--baseline", metavar="CHECKOUT", action="append", help="also watch with this checkout"
     )
     parser.add_argument("--profile", action="store_true", help="Spark jobs per stage")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="watches per checkout, interleaved (see above)"
+    )
     args = parser.parse_args(argv)
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
@@ -146,19 +182,24 @@ def main(argv: list[str] | None = None) -> None:
         (f"baseline{n if n > 1 else ''}", code)
         for n, code in enumerate(args.baseline or [], start=1)
     ]
-    results = [
-        (name, *watched(work, name, code, args.profile))
+    runs = [
+        (name, number, f"{name}-r{number}" if args.rounds > 1 else name, code)
+        for number in range(1, args.rounds + 1)
         for name, code in [*watches, ("watch", None)]
+    ]
+    results = [
+        (name, number, run, *watched(work, run, code, args.profile))
+        for name, number, run, code in runs
     ]
     analyze = [*CLI, "analyze", str(trace), "--json", "--lakehouse", str(work / "lh-analyze")]
     analyze_wall, _ = timed(analyze, work / "analyze.log")
 
     print(f"analyze (cold process, whole trace): {analyze_wall:.1f} s")
     checkouts = dict(watches)
-    for name, wall, batches in results:
+    for name, _, run, wall, batches in results:
         code = checkouts.get(name, "this checkout")
         print(
-            f"{name} ({code}; cold process, {len(batches)} micro-batches and the final "
+            f"{run} ({code}; cold process, {len(batches)} micro-batches and the final "
             f"analyze): {wall:.1f} s"
         )
         for number, seconds, stages in batches:
@@ -166,9 +207,12 @@ def main(argv: list[str] | None = None) -> None:
             inside = ", ".join(f"{stage} {s:.1f}" for stage, s in stages.items())
             print(f"  micro-batch {number}: {seconds:.1f} s = {ratio:.2f} x analyze ({inside})")
         if args.profile:
-            events = event_log_file(work / f"events-{name}")
-            print(f"\nSpark jobs of {name}, per micro-batch and stage (event log):")
-            print(markdown(batch_profile(events, work / f"{name}.log")) + "\n")
+            events = event_log_file(work / f"events-{run}")
+            print(f"\nSpark jobs of {run}, per micro-batch and stage (event log):")
+            print(markdown(batch_profile(events, work / f"{run}.log")) + "\n")
+    if args.rounds > 1:
+        print("\nEach watch's micro-batches after the first, summed, round by round:")
+        print(rounds_table([(name, number, batches) for name, number, _, _, batches in results]))
 
 
 if __name__ == "__main__":
