@@ -168,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
         "--rounds", type=int, default=1, help="watches per checkout, interleaved (see above)"
     )
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
     trace = work / "trace"
