@@ -42,6 +42,7 @@ from jobs.live_state import (
     carry_over_state,
     fold_batch,
     judge,
+    kept_findings,
     provisional_of,
 )
 from jobs.stages import Progress, stage
@@ -52,11 +53,12 @@ from pulsar_audit.config import Config
 from pulsar_audit.deferred import DeferredLakehouse, defers
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.errors import NoInputError
+from pulsar_audit.kept_rows import KeptRows
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import ALERTS, PROVISIONAL
 from pulsar_audit.spark import SMALL_FRAMES_CONF, release, session_settings
 from pulsar_audit.storage import FileStat, FileStore
-from serve.alert_job import all_alerts, send_alerts
+from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
 from serve.summary import runs_of_files
 
@@ -99,16 +101,22 @@ class Watched:
 
 
 def alert(
-    lakehouse: Lakehouse, config: Config, runs: list[str], provisional: list[Row] | None = None
+    lakehouse: Lakehouse,
+    config: Config,
+    runs: list[str],
+    provisional: list[Row] | None = None,
+    kept: KeptRows | None = None,
 ) -> dict[str, Any]:
     """Raise an alert per provisional finding of `runs` not raised yet, send what is pending.
     provisional: gold.provisional's rows of `runs` (`judge`'s: its findings as they are, their
-    settled columns as read before it settled them; an alert does not show those), else read."""
+    settled columns as read before it settled them; an alert does not show those), else read.
+    kept: gold.alerts as this process last read it (read again once the table has moved on)."""
     if not config.alerts.sinks:
         return {}
     if provisional is None:
         provisional = provisional_of(lakehouse, runs)
-    alerts = all_alerts(lakehouse)  # alerts, findings: short lists
+    # alerts, findings: short lists
+    alerts = [row.asDict(recursive=True) for row in (kept or KeptRows("alerts")).of(lakehouse)]
     raised = {a["finding_id"] for a in alerts if a["finding_id"] is not None}
     fresh = [row for row in provisional if row["finding_id"] not in raised]
     if fresh:
@@ -135,6 +143,8 @@ class Watch:
         self.after_batch = after_batch
         self.done = Watched()
         self.kept_state = KeptState()  # the live state this process last committed
+        # gold.provisional and gold.alerts as this process last read them (while current)
+        self.kept_findings, self.kept_alerts = kept_findings(), KeptRows("alerts")
         self._busy = threading.Lock()
         self._last_active = time.monotonic()
         self._ended_seen = False
@@ -168,14 +178,18 @@ class Watch:
                 provisional = None  # the runs' provisional rows, as judged
                 if judged.runs:
                     with stage("provisional findings", self.progress):
-                        provisional = judge(self.lakehouse, judged, batch_id, self.kept_state)
+                        provisional = judge(
+                            self.lakehouse, judged, batch_id, self.kept_state, self.kept_findings
+                        )
                 if judged.runs or infra:  # new findings, or new events to explain them
                     with stage("causes", self.progress):
                         if attach_provisional_causes(self.lakehouse, self.config, batch_id):
                             provisional = None  # their causes may have changed: read again
                 if judged.runs:
                     with stage("alerts", self.progress):
-                        alert(self.lakehouse, self.config, judged.runs, provisional)
+                        alert(
+                            self.lakehouse, self.config, judged.runs, provisional, self.kept_alerts
+                        )
             self.done.batches += 1
             self.done.files += len(files)
             self.done.last_batch = batch_id

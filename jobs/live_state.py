@@ -39,6 +39,7 @@ from pipelines.silver import build_delivery, resolve_receives
 from pulsar_audit.config import Config
 from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.delta_log import log_version
+from pulsar_audit.kept_rows import KeptRows
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.packed import collected, pack, packed
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL
@@ -247,19 +248,25 @@ def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -
 
 
 def judge(
-    lakehouse: Lakehouse, judged: Judged, batch_id: int, kept_state: KeptState | None = None
+    lakehouse: Lakehouse,
+    judged: Judged,
+    batch_id: int,
+    kept_state: KeptState | None = None,
+    findings: KeptRows | None = None,
 ) -> list[Row]:
     """Open the provisional findings a micro-batch's fold shows, and settle those of its runs
     still going from the live state: an outage is confirmed by the stretch the batch closed,
     a suspected loss withdrawn once no awaited message of it is missing any more. An outage
     the batch closed that was never seen in progress (it began and ended between two looks)
     is recorded confirmed at once, so that it is raised too. kept_state: as `fold_batch`'s.
+    findings: gold.provisional's rows as this process last read them (`kept_findings`), read
+    again only when the table has moved on.
 
     The runs' provisional rows are read once (findings, not messages: a short list) and
     judged from memory; returned with the rows this opened (the settled columns as read: an
     alert is raised on what a finding is, not on its state)."""
     spark = lakehouse.spark
-    rows = provisional_of(lakehouse, judged.runs)
+    rows = (findings or kept_findings()).of(lakehouse, judged.runs)
     known = {row["finding_id"] for row in rows}
     new = [row for row in judged.found if row["finding_id"] not in known]
     if new:  # findings, not messages: a short list
@@ -289,10 +296,15 @@ def judge(
     return rows
 
 
+def kept_findings() -> KeptRows:
+    """gold.provisional's rows as a watch reads them again and again: in PROVISIONAL's order,
+    kept while the table has not moved on (findings: a short list)."""
+    return KeptRows("provisional", tuple(PROVISIONAL.fieldNames()))
+
+
 def provisional_of(lakehouse: Lakehouse, runs: list[str]) -> list[Row]:
     """gold.provisional's rows of `runs`, in PROVISIONAL's order (findings: a short list)."""
-    of_runs = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
-    return of_runs.select(*PROVISIONAL.fieldNames()).collect()
+    return kept_findings().of(lakehouse, runs)
 
 
 def _state_table(

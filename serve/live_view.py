@@ -2,15 +2,18 @@
 out (deliveries) of the micro-batch's events, its open outages and suspected losses, the
 findings the micro-batch opened or settled, and the last alerts.
 
-The micro-batch's rates are computed by its fold, beside the live state (jobs/live_state.py);
-Spark aggregates what the watch wrote of the findings (gold.provisional, gold.alerts) into small
-frames, collected in one job; only those come to the driver. The
-rendering is a pure function of them: a rich table on a terminal (`render_view`), one line per
+The micro-batch's rates are computed by its fold, beside the live state (jobs/live_state.py).
+What the watch wrote of the findings and alerts (gold.provisional, gold.alerts: short lists)
+comes to the driver as rows, read again only when the table has moved on since the last
+micro-batch read it (pulsar_audit/kept_rows.py: most micro-batches write neither, and a read
+of a Delta table costs a Spark job and its planning), and is counted there. The rendering is
+a pure function of the view: a rich table on a terminal (`render_view`), one line per
 micro-batch otherwise (`batch_text`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row
@@ -19,8 +22,7 @@ from rich.console import Group
 from rich.table import Table
 
 from pulsar_audit.delta_io import Lakehouse
-from pulsar_audit.local_frames import local_frame
-from pulsar_audit.packed import collected, pack
+from pulsar_audit.kept_rows import KeptRows
 
 OPEN, CONFIRMED, WITHDRAWN = "open", "confirmed", "withdrawn"
 RUN_COLUMNS = ("run_id", "sends_per_s", "deliveries_per_s", "open_outages", "suspected_losses",
@@ -29,7 +31,7 @@ FINDING_COLUMNS = ("kind", "run_id", "subscription", "producer", "seq_from", "se
 ALERT_COLUMNS = ("kind", "run_id", "title", "created_at", "sent")
 LAST_ALERTS = 5
 # `batch_rates`' rows
-RATES = "run_id string, sends long, deliveries long, sends_per_s double, deliveries_per_s double"
+RATE_FIELDS = ("run_id", "sends", "deliveries", "sends_per_s", "deliveries_per_s")
 
 
 def _rate(count: str) -> Column:
@@ -59,75 +61,108 @@ def batch_rates(producer_events: DataFrame, consumer_events: DataFrame) -> DataF
     return counted.select("run_id", "sends", "deliveries", _rate("sends"), _rate("deliveries"))
 
 
-def finding_counts(provisional: DataFrame) -> DataFrame:
-    """Per run: open outages, open suspected losses, other open findings, and the findings
-    confirmed and withdrawn so far."""
-    is_open = F.col("state") == OPEN
-    is_outage = F.col("kind") == "outage_in_progress"
-    is_suspicion = F.col("kind") == "suspected_loss"
-
-    def count(condition: Column, name: str) -> Column:
-        return F.sum(condition.cast("long")).alias(name)
-
-    return provisional.groupBy("run_id").agg(
-        count(is_open & is_outage, "open_outages"),
-        count(is_open & is_suspicion, "suspected_losses"),
-        count(is_open & ~is_outage & ~is_suspicion, "other_open"),
-        count(F.col("state") == CONFIRMED, "confirmed"),
-        count(F.col("state") == WITHDRAWN, "withdrawn"),
-    )
+def finding_counts(findings: list[Row]) -> dict[str, dict[str, int]]:
+    """Per run of `findings` (gold.provisional rows): open outages, open suspected losses,
+    other open findings, and the findings confirmed and withdrawn so far."""
+    counts: dict[str, dict[str, int]] = {}
+    for finding in findings:
+        run = counts.setdefault(finding["run_id"], dict.fromkeys(RUN_COLUMNS[3:], 0))
+        state, kind = finding["state"], finding["kind"]
+        if state == OPEN:
+            column = {"outage_in_progress": "open_outages", "suspected_loss": "suspected_losses"}
+            run[column.get(kind, "other_open")] += 1
+        elif state in (CONFIRMED, WITHDRAWN):
+            run[state] += 1
+    return counts
 
 
-def run_rows(rates: DataFrame, counts: DataFrame) -> DataFrame:
-    """One row per run of either frame: its rates (none if the micro-batch had no events of
-    it) beside its finding counts (0 without findings)."""
-    joined = rates.join(counts, on="run_id", how="full")
-    zero = [F.coalesce(F.col(c), F.lit(0)).alias(c) for c in RUN_COLUMNS[3:]]
-    return joined.select("run_id", "sends_per_s", "deliveries_per_s", *zero)
+def run_rows(
+    rates: list[dict[str, Any]], counts: dict[str, dict[str, int]], runs: list[str]
+) -> list[dict[str, Any]]:
+    """One row per run of `runs` that the micro-batch's `rates` (`batch_rates` rows) or the
+    `counts` (`finding_counts`) hold, by run: its rates (none if the micro-batch had no
+    events of it) beside its finding counts (0 without findings)."""
+    rated = {rate["run_id"]: rate for rate in rates}
+    zero = dict.fromkeys(RUN_COLUMNS[3:], 0)
+    return [
+        {
+            "run_id": run,
+            "sends_per_s": rated.get(run, {}).get("sends_per_s"),
+            "deliveries_per_s": rated.get(run, {}).get("deliveries_per_s"),
+            **counts.get(run, zero),
+        }
+        for run in sorted((set(rated) | set(counts)) & set(runs))
+    ]
 
 
-def changed_findings(provisional: DataFrame, batch_id: int) -> DataFrame:
-    """The findings a micro-batch opened, settled or gave new causes, with their state and
-    first cause."""
-    in_batch = (
-        (F.col("first_seen_batch") == batch_id)
-        | (F.col("closed_batch") == batch_id)
-        | (F.col("causes_batch") == batch_id)
-    )
-    first = F.try_element_at("causes", F.lit(1))
-    return provisional.filter(in_batch).select(
-        *FINDING_COLUMNS, "explanation", first["event_type"].alias("first_cause")
-    )
+def changed_findings(findings: list[Row], batch_id: int) -> list[dict[str, Any]]:
+    """The findings a micro-batch opened, settled or gave new causes (of `findings`,
+    gold.provisional rows, in their order), with their state and first cause."""
+    changed = []
+    for finding in findings:
+        if batch_id in (finding["first_seen_batch"], finding["closed_batch"],
+                        finding["causes_batch"]):  # fmt: skip
+            causes = finding["causes"]
+            changed.append(
+                {
+                    **{c: finding[c] for c in FINDING_COLUMNS},
+                    "explanation": finding["explanation"],
+                    "first_cause": causes[0]["event_type"] if causes else None,
+                }
+            )
+    return changed
+
+
+def last_alerts(alerts: list[Row]) -> list[dict[str, Any]]:
+    """The LAST_ALERTS newest of `alerts` (gold.alerts rows), newest first (then by kind):
+    kind, run, title, when raised and whether some sink has it (None: no delivery recorded)."""
+    shown = [
+        {
+            **{c: alert[c] for c in ALERT_COLUMNS[:-1]},
+            "sent": None
+            if alert["deliveries"] is None
+            else any(d["state"] == "sent" for d in alert["deliveries"]),
+        }
+        for alert in alerts
+    ]
+    shown.sort(key=lambda a: a["kind"])
+    shown.sort(key=lambda a: a["created_at"], reverse=True)
+    return shown[:LAST_ALERTS]
+
+
+@dataclass
+class ViewTables:
+    """What the view reads of gold.provisional and gold.alerts, kept from one micro-batch to
+    the next while neither table has moved on (most micro-batches write neither:
+    pulsar_audit/kept_rows.py)."""
+
+    findings: KeptRows = field(default_factory=lambda: KeptRows("provisional"))
+    alerts: KeptRows = field(default_factory=lambda: KeptRows("alerts"))
 
 
 def read_view(
-    lakehouse: Lakehouse, batch_id: int, files: int, runs: list[str], rates: list[Row]
+    lakehouse: Lakehouse,
+    batch_id: int,
+    files: int,
+    runs: list[str],
+    rates: list[Row],
+    tables: ViewTables | None = None,
 ) -> dict[str, Any]:
     """The micro-batch's view: `runs` (one dict per run of `runs`, the runs watched so far,
     with the micro-batch's `rates`, `batch_rates` rows the fold computed beside the state),
-    `findings` (opened or settled by it), `alerts` (the last ones of `runs`): what the watch
-    wrote of them, in one Spark job (the three parts packed, pulsar_audit/packed.py)."""
-    rated = local_frame(lakehouse.spark, rates, RATES)
-    provisional = lakehouse.read("provisional").filter(F.col("run_id").isin(runs))
-    rows = run_rows(rated, finding_counts(provisional)).filter(F.col("run_id").isin(runs))
-    alerts = (
-        lakehouse.read("alerts")
-        .filter(F.col("run_id").isin(runs))
-        .select(*ALERT_COLUMNS[:-1], F.exists("deliveries", lambda d: d["state"] == "sent"))
-        .toDF(*ALERT_COLUMNS)
-        .orderBy(F.col("created_at").desc(), "kind")
-        .limit(LAST_ALERTS)
-    )
-    parts = {"runs": rows, "findings": changed_findings(provisional, batch_id), "alerts": alerts}
-    found = collected(pack(parts), list(parts))
-    latest = sorted(found["alerts"], key=lambda a: a["kind"])
-    latest.sort(key=lambda a: a["created_at"], reverse=True)
+    `findings` (opened or settled by it), `alerts` (the last ones of `runs`): from what the
+    watch wrote of them (findings and alerts: short lists), read again only when their table
+    has moved on since `tables` last read it."""
+    tables = tables or ViewTables()
+    findings = tables.findings.of(lakehouse, runs)
+    rated = [rate.asDict() if isinstance(rate, Row) else dict(zip(RATE_FIELDS, rate, strict=True))
+             for rate in rates]  # fmt: skip
     return {
         "micro_batch": batch_id,
         "files": files,
-        "runs": sorted((r.asDict() for r in found["runs"]), key=lambda r: r["run_id"]),
-        "findings": [r.asDict() for r in found["findings"]],
-        "alerts": [r.asDict() for r in latest],
+        "runs": run_rows(rated, finding_counts(findings), runs),
+        "findings": changed_findings(findings, batch_id),
+        "alerts": last_alerts(tables.alerts.of(lakehouse, runs)),
     }
 
 

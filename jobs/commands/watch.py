@@ -68,6 +68,7 @@ class _BatchDisplay:
         self.ctx, self.viewing = ctx, viewing
         self.live = None
         self.runs: set[str] = set()
+        self.tables: Any = None  # serve.live_view.ViewTables: what it read, kept while current
 
     def __enter__(self) -> AfterBatch:
         if self.viewing:
@@ -84,12 +85,13 @@ class _BatchDisplay:
                 self.live.console.line()
 
     def show(self, batch_id: int, paths: list[str], judged: Judged) -> None:
-        from serve.live_view import batch_text, read_view, render_view
+        from serve.live_view import ViewTables, batch_text, read_view, render_view
 
         self.runs.update(judged.runs)
+        self.tables = self.tables or ViewTables()
         try:
             lakehouse, runs = self.ctx.lakehouse, sorted(self.runs)
-            view = read_view(lakehouse, batch_id, len(paths), runs, judged.rates)
+            view = read_view(lakehouse, batch_id, len(paths), runs, judged.rates, self.tables)
         except Exception:  # noqa: BLE001 - showing a micro-batch must never fail it
             log.warning("micro-batch %d: the view could not be read", batch_id, exc_info=True)
             return

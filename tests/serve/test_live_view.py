@@ -1,4 +1,4 @@
-"""serve/live_view.py on tiny literal frames: the per-run rates and finding counts `watch`
+"""serve/live_view.py on tiny literal frames and rows: the per-run rates and finding counts `watch`
 shows after a micro-batch, and their rendering (a rich table, a line of text)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from datetime import datetime, timedelta
 
+from pyspark.sql import Row
 from rich.console import Console
 
 from serve.live_view import (
@@ -13,19 +14,18 @@ from serve.live_view import (
     batch_text,
     changed_findings,
     finding_counts,
+    last_alerts,
     render_view,
     run_rows,
 )
 
 T0 = datetime(2026, 11, 26, 12, 0, 0)
 EVENTS = "run_id string, event string, ts timestamp"
-FINDINGS = (
-    "run_id string, kind string, state string, subscription string, producer string, "
-    "seq_from long, seq_to long, first_seen_batch long, closed_batch long, explanation string, "
-    "causes array<struct<event_type:string,ts:timestamp,host:string,reason:string>>, "
-    "causes_batch long"
-)
-UNLOAD = ("bundle_unload_started", T0, "broker-1", "unloaded 10 ms before it began")
+FINDINGS = ("run_id", "kind", "state", "subscription", "producer", "seq_from", "seq_to",
+            "first_seen_batch", "closed_batch", "explanation", "causes",
+            "causes_batch")  # fmt: skip
+UNLOAD = Row(event_type="bundle_unload_started", ts=T0, host="broker-1",
+             reason="unloaded 10 ms before it began")  # fmt: skip
 
 
 def _at(seconds: float) -> datetime:
@@ -54,11 +54,11 @@ def test_rates_count_sends_and_deliveries_over_the_trace_time_the_events_span(sp
     ]
 
 
-def _findings(spark, rows: list[tuple]):  # noqa: ANN001, ANN202
+def _findings(rows: list[tuple]) -> list[Row]:
     # the confirmed suspected loss of r3 has its causes ranked (in micro-batch 1), the others
     # none yet
     full = [(*row, "why", *(([UNLOAD], 1) if row[0] == "r3" else (None, None))) for row in rows]
-    return spark.createDataFrame(full, FINDINGS)
+    return [Row(**dict(zip(FINDINGS, row, strict=True))) for row in full]
 
 
 FOUND = [
@@ -70,29 +70,45 @@ FOUND = [
 ]
 
 
-def test_run_rows_put_rates_beside_finding_counts_zero_without_findings(spark) -> None:
-    rates = spark.createDataFrame(
-        [("r1", 10.0, 9.0), ("r2", 5.0, None)], "run_id string, sends_per_s double, "
-        "deliveries_per_s double"
-    )  # fmt: skip
-    counts = finding_counts(_findings(spark, FOUND))
-    rows = sorted(tuple(r) for r in run_rows(rates, counts).collect())
+def test_run_rows_put_rates_beside_finding_counts_zero_without_findings() -> None:
+    rates = [
+        {"run_id": "r1", "sends_per_s": 10.0, "deliveries_per_s": 9.0},
+        {"run_id": "r2", "sends_per_s": 5.0, "deliveries_per_s": None},
+        {"run_id": "r9", "sends_per_s": 1.0, "deliveries_per_s": 1.0},  # not watched
+    ]
+    counts = finding_counts(_findings(FOUND))
+    rows = [tuple(r.values()) for r in run_rows(rates, counts, ["r1", "r2", "r3", "r4"])]
     assert rows == [
         ("r1", 10.0, 9.0, 1, 1, 1, 0, 1),  # open outage, open suspicion, open out_of_order
         ("r2", 5.0, None, 0, 0, 0, 0, 0),  # no finding
         ("r3", None, None, 0, 0, 0, 1, 0),  # no event in this micro-batch
-    ]
+    ]  # r4: neither events nor findings, not shown
 
 
-def test_changed_findings_are_those_a_micro_batch_opened_or_settled(spark) -> None:
-    assert changed_findings(_findings(spark, []), 1).count() == 0
-    rows = changed_findings(_findings(spark, FOUND), 1).collect()
-    assert sorted((r.kind, r.seq_from, r.state, r.first_cause) for r in rows) == [
+def test_changed_findings_are_those_a_micro_batch_opened_or_settled() -> None:
+    assert changed_findings(_findings([]), 1) == []
+    rows = changed_findings(_findings(FOUND), 1)
+    assert sorted((r["kind"], r["seq_from"], r["state"], r["first_cause"]) for r in rows) == [
         ("out_of_order", 9, "open", None),
         ("suspected_loss", 1, "confirmed", "bundle_unload_started"),
         ("suspected_loss", 3, "open", None),
         ("suspected_loss", 7, "withdrawn", None),
     ]
+    assert changed_findings(_findings(FOUND), 2) == []
+
+
+def test_last_alerts_are_the_newest_first_whether_some_sink_has_them() -> None:
+    sent, pending = Row(sink="hook", state="sent"), Row(sink="hook", state="pending")
+    alerts = [
+        Row(kind=f"k{i % 2}", run_id="r1", title=f"t{i}", created_at=_at(i), deliveries=d)
+        for i, d in enumerate([[sent], [pending], None, [], [pending, sent], [sent], [pending]])
+    ]
+    shown = last_alerts(alerts)
+    assert [(a["title"], a["sent"]) for a in shown] == [
+        ("t6", False), ("t5", True), ("t4", True), ("t3", False), ("t2", None)
+    ]  # fmt: skip
+    tie = [Row(kind=k, run_id="r1", title=k, created_at=_at(0), deliveries=[]) for k in "ba"]
+    assert [a["kind"] for a in last_alerts(tie)] == ["a", "b"]
 
 
 VIEW = {
