@@ -45,7 +45,11 @@ from bench.watch_profile import batch_profile, markdown
 from pulsar_audit.config import CONF_DIR_VAR, DEFAULT_ENV, default_conf_dir
 
 CLI = [sys.executable, "-m", "jobs.cli"]
-STAGE_LINE = re.compile(r"stage (.+?): ([\d.]+) s$", re.MULTILINE)
+TIMED_STAGE_LINE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) .*?stage (.+?): ([\d.]+) s$", re.MULTILINE
+)
+LEAVING = "analyze"  # the watch's leaving stage
+AFTER = "after it"  # the time between a micro-batch and the next (`micro_batches`)
 BATCH_STAGE = re.compile(r"micro-batch (\d+): \d+ file\(s\)")
 
 
@@ -93,14 +97,22 @@ Batch = tuple[int, float, dict[str, float]]
 
 def micro_batches(log: str) -> list[Batch]:
     """(number, seconds, {stage: seconds} of the stages inside it) of each micro-batch: a
-    stage is logged when it ends, so those logged before a micro-batch's own line are its."""
+    stage is logged when it ends, so those logged before a micro-batch's own line are its.
+    Beside them, AFTER: from the micro-batch's end to the start of the next micro-batch or of
+    the leaving `analyze` (the live view the watch shows after each micro-batch, and the
+    stream's start of the next), when the log holds that next stage."""
     found: list[Batch] = []
     inside: dict[str, float] = {}
-    for name, seconds in STAGE_LINE.findall(log):
+    ended_at: float | None = None  # when the last micro-batch ended (epoch s)
+    for stamp, ms, name, seconds in TIMED_STAGE_LINE.findall(log):
+        at = time.mktime(time.strptime(stamp, "%Y-%m-%d %H:%M:%S")) + int(ms) / 1000
         batch = BATCH_STAGE.fullmatch(name)
+        if found and ended_at is not None and (batch or name == LEAVING):
+            found[-1][2][AFTER] = round(at - float(seconds) - ended_at, 1)
+            ended_at = None
         if batch:
             found.append((int(batch.group(1)), float(seconds), inside))
-            inside = {}
+            inside, ended_at = {}, at
         else:
             inside[name] = inside.get(name, 0.0) + float(seconds)
     return found
@@ -126,7 +138,7 @@ def watched(
     return wall, micro_batches(log)
 
 
-SUMMED_STAGES = ("live state", "ingest traces")
+SUMMED_STAGES = ("live state", "ingest traces", AFTER)
 
 
 def round_sums(batches: list[Batch]) -> dict[str, float]:

@@ -280,8 +280,8 @@ def judge(
             lakehouse.insert_new("provisional", local_frame(spark, unseen_rows, PROVISIONAL))
             rows += unseen_rows
     going = [run for run in judged.runs if run not in judged.ended]
-    if not going:
-        return rows
+    if not any(row["state"] == live.OPEN and row["run_id"] in going for row in rows):
+        return rows  # nothing open to settle (a run without findings: no Spark job)
     of_going = F.col("run_id").isin(going)
     updates = live.resolved(
         local_frame(spark, rows, PROVISIONAL).filter(of_going),
