@@ -43,6 +43,7 @@ from jobs.live_state import (
     fold_batch,
     judge,
     kept_findings,
+    kept_run_configs,
     provisional_of,
 )
 from jobs.stages import Progress, stage
@@ -145,6 +146,7 @@ class Watch:
         self.kept_state = KeptState()  # the live state this process last committed
         # gold.provisional and gold.alerts as this process last read them (while current)
         self.kept_findings, self.kept_alerts = kept_findings(), KeptRows("alerts")
+        self.kept_run_configs = kept_run_configs()  # bronze.run_events, as the fold needs it
         self._busy = threading.Lock()
         self._last_active = time.monotonic()
         self._ended_seen = False
@@ -237,7 +239,14 @@ class Watch:
             # only the first micro-batch a process runs can be a replay (a failed one ends it)
             replayable = self.done.batches == 0
             judged = fold_batch(
-                lakehouse, self.config, paths, runs, batch_id, replayable, self.kept_state
+                lakehouse,
+                self.config,
+                paths,
+                runs,
+                batch_id,
+                replayable,
+                self.kept_state,
+                self.kept_run_configs,
             )
             return judged, came
 

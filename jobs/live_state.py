@@ -42,7 +42,7 @@ from pulsar_audit.delta_log import log_version
 from pulsar_audit.kept_rows import KeptRows
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.packed import collected, pack, packed
-from pulsar_audit.schemas import OUTAGES, PROVISIONAL
+from pulsar_audit.schemas import OUTAGES, PROVISIONAL, RUN_EVENTS
 from pulsar_audit.spark import checkpointed, release, without_estimate
 from serve.live_view import batch_rates
 
@@ -156,6 +156,7 @@ def fold_batch(
     batch_id: int,
     replayable: bool = True,
     kept_state: KeptState | None = None,
+    run_configs: KeptRows | None = None,
 ) -> Judged:
     """Fold the bronze rows of `files` (the micro-batch's, of `runs`) into the live state,
     write it, and judge `runs` from it.
@@ -164,6 +165,8 @@ def fold_batch(
     process runs: a replay after a crash); a later one is not looked up.
     kept_state: the state this process last wrote (`KeptState`); the rows this micro-batch
     writes are returned in `Judged.state_rows`, for the caller to keep once committed.
+    run_configs: bronze.run_events' committed rows as this process last read them
+    (`kept_run_configs`: most micro-batches bring no run event, so the table stays as read).
 
     What several parts of the state and the findings share (the batch's rows and deliveries,
     the per-message aggregate, the in-flight changes, the consumers) is computed once into a
@@ -198,8 +201,8 @@ def fold_batch(
             )
             state = folded.state
             parts = {**state.tables(), CLOSED: folded.closed_outages}
-        run_events = lakehouse.read("run_events").filter(F.col("run_id").isin(runs))
-        found = _found(state, config, runs, seen_in(producer, consumer, delivery, run_events))
+        configs = _run_configs(lakehouse, runs, files, run_configs or kept_run_configs())
+        found = _found(state, config, runs, seen_in(producer, consumer, delivery, configs))
         parts[FOUND] = live.opened(found, batch_id)
         parts[ENDED] = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))
         parts[RATES] = batch_rates(producer, consumer)  # what the live view shows of the batch
@@ -224,6 +227,28 @@ def fold_batch(
     finally:
         for df in kept:
             release(df)
+
+
+RUN_CONFIG_COLUMNS = ("run_id", "event", "deduplication")  # what `seen_in` reads of run_events
+
+
+def kept_run_configs() -> KeptRows:
+    """bronze.run_events as `seen_in` needs it (the runs' configs: a few rows per run), kept
+    while the table has not moved on."""
+    return KeptRows("run_events", RUN_CONFIG_COLUMNS)
+
+
+def _run_configs(
+    lakehouse: Lakehouse, runs: list[str], files: list[str], kept: KeptRows
+) -> DataFrame:
+    """bronze.run_events' RUN_CONFIG_COLUMNS of `runs`: the committed rows (`kept`, read
+    from the driver while the table stays at the version read) and the micro-batch's own
+    (`files`': pending in a deferred lakehouse, committed already otherwise, then twice:
+    `run_deduplication` takes any config row of a run alike)."""
+    schema = T.StructType([RUN_EVENTS[c] for c in RUN_CONFIG_COLUMNS])
+    committed = local_frame(lakehouse.spark, kept.of(lakehouse, runs), schema)
+    own = lakehouse.read_matching("run_events", {"source_file": files})
+    return committed.unionByName(own.select(*RUN_CONFIG_COLUMNS))
 
 
 def _earlier(

@@ -25,10 +25,11 @@ from pulsar_audit.delta_log import log_version
 
 @dataclass
 class KeptRows:
-    """The rows of `table` (its `columns`, in that order; None: all) of the runs read so far,
-    and the table's version then. `of` answers from them while the table has not moved on
-    and they hold the runs asked for; else it reads the table again, for those runs and the
-    ones read before (a watch's runs: findings and alerts are short lists)."""
+    """The rows of `table` as committed (its `columns`, in that order; None: all) of the runs
+    read so far, and the table's version then. `of` answers from them while the table has
+    not moved on and they hold the runs asked for; else it reads the table again, for those
+    runs and the ones read before (a watch's runs: findings, alerts, run events: short
+    lists)."""
 
     table: str
     columns: tuple[str, ...] | None = None
@@ -59,7 +60,8 @@ class KeptRows:
         # the version kept, so the next call reads again
         version = log_version(Path(lakehouse.location(self.table))) if local else None
         runs = None if wanted is None else wanted | (self.runs or frozenset())
-        frame = lakehouse.read(self.table)
+        # the table as committed (a deferred lakehouse's pending writes are not in the version)
+        frame = Lakehouse.read(lakehouse, self.table)
         if runs is not None:
             frame = frame.filter(F.col("run_id").isin(sorted(runs)))
         if self.columns is not None:

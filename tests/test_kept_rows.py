@@ -67,3 +67,20 @@ def test_what_a_caller_does_to_the_list_does_not_change_what_is_kept(lakehouse) 
     rows += ["not a row"]
     assert _files(kept.of(lakehouse, ["r1"])) == [("r1", "a.jsonl")]
     assert kept.reads == 1
+
+
+def test_a_deferred_lakehouse_is_read_as_committed(lakehouse: Lakehouse) -> None:
+    from pulsar_audit.deferred import DeferredLakehouse
+
+    lakehouse.create_all()
+    _add(lakehouse, "r1", "a.jsonl")
+    kept = KeptRows("run_files", ("run_id", "source_file"))
+    job = DeferredLakehouse(lakehouse)
+    try:
+        _add(job, "r1", "b.jsonl")  # pending: not in the table's version
+        assert _files(kept.of(job, ["r1"])) == [("r1", "a.jsonl")]
+        job.commit()
+    finally:
+        job.release()
+    assert _files(kept.of(lakehouse, ["r1"])) == [("r1", "a.jsonl"), ("r1", "b.jsonl")]
+    assert kept.reads == 2

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from pipeline_events import PIPELINE, ack, bronze, end, receive, send, subscribe
+from pipeline_events import PIPELINE, ack, bronze, config, end, receive, send, subscribe
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from jobs.live_state import SETTLED, Judged, KeptState, fold_batch, judge
+from jobs.live_state import SETTLED, Judged, KeptState, fold_batch, judge, kept_run_configs
 from pipelines.detect_outages import detect_outages
 from pipelines.live_state import STATE_TABLES, state_part
 from pulsar_audit.config import load_config
@@ -42,12 +42,18 @@ INSIDE = _of_run(INSIDE_ONE, [*INSIDE, receive(2, 301), send(3, 310)])
 TABLES = ("live_state", "provisional")
 
 
-def _land(lakehouse: Lakehouse, events: list[dict], source_file: str, batch: int) -> None:
+def _land(
+    lakehouse: Lakehouse,
+    events: list[dict],
+    source_file: str,
+    batch: int,
+    with_run_events: bool = False,
+) -> None:
     rows = bronze(lakehouse.spark, events, ingest_id=f"i{batch}")
-    for table, df in (
-        ("producer_events", rows.producer_events),
-        ("consumer_events", rows.consumer_events),
-    ):
+    tables = [("producer_events", rows.producer_events), ("consumer_events", rows.consumer_events)]
+    if with_run_events:
+        tables.append(("run_events", rows.run_events))
+    for table, df in tables:
         lakehouse.append(table, df.withColumn("source_file", F.lit(source_file)))
 
 
@@ -226,3 +232,32 @@ def test_judging_returns_the_runs_provisional_rows_as_the_table_holds_them(
     for rows in watched.judged_rows:
         assert len(rows) == len(table)
         assert unsettled(rows) == table
+
+
+def test_a_duplicate_is_explained_by_the_config_an_earlier_micro_batch_brought(
+    spark,  # noqa: ANN001
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The run's config (deduplication on) came in the first micro-batch's file; the second
+    micro-batch's duplicate is explained from it, read from the table once and then kept."""
+    settings = load_config("local", lakehouse=str(tmp_path_factory.mktemp("dedup")))
+    lakehouse = Lakehouse(spark, settings)
+    lakehouse.create_all()
+    run = "dedup_on"
+    first = [config(True), subscribe(0), *[send(s, s) for s in (10, 11)]]
+    retried = [ack(s, 30 + s, ledger=14, entry=s - 10) for s in (10, 11)]
+    copies = [receive(10, 20, ledger=12, entry=5), receive(11, 21, ledger=12, entry=6)]
+    copies += [receive(s, 40 + s, ledger=14, entry=s - 10) for s in (10, 11)]
+    kept = kept_run_configs()
+    found = []
+    for batch, events in enumerate([first, [*retried, *copies]]):
+        _land(lakehouse, _of_run(run, events), f"chunk-{batch}", batch, with_run_events=True)
+        judged = fold_batch(
+            lakehouse, settings, [f"chunk-{batch}"], [run], batch, batch == 0, None, kept
+        )
+        found.append([(r["kind"], r["explanation"]) for r in judged.found])
+    assert found[0] == []
+    [(kind, explanation)] = found[1]
+    assert kind == "duplicated"
+    assert "although deduplication is on for this run" in explanation
+    assert kept.reads == 1  # the second micro-batch brought no run event: the rows kept
