@@ -24,6 +24,10 @@ checkout; round 2: the same again; ...), each into a lakehouse of its own; a tab
 each watch's micro-batches after the first (and their live state and ingest stages) per
 round. A single micro-batch here varies by about 2 s from run to run, more than most changes
 save: compare the sums, round by round.
+--sites: after the timed watches, this checkout watches once more through bench/job_sites.py
+(every Spark job tagged with the line of pulsar-audit that caused it; slower, so not timed
+beside the others), and a table sums the jobs of its micro-batches after the first per call
+site: where the jobs come from, for the next cut.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.job_sites import markdown as sites_markdown
+from bench.job_sites import site_table
 from bench.profiling import profiling_conf_dir
 from bench.simulated import main as simulate
 from bench.stage_profile import event_log_file
@@ -119,14 +125,16 @@ def micro_batches(log: str) -> list[Batch]:
 
 
 def watched(
-    work: Path, name: str, code: str | None, profile: bool = False
+    work: Path, name: str, code: str | None, profile: bool = False, sites: bool = False
 ) -> tuple[float, list[Batch]]:
     """`watch --once` of the landing folder by the checkout `code` (None: this one); with
-    `profile`, Spark's event log into work/events-NAME."""
-    watch = [*CLI, "watch", str(work / "landing"), "--once", "--max-files", "1", "-v"]
+    `profile`, Spark's event log into work/events-NAME; with `sites` (this checkout only),
+    run through bench/job_sites.py, every job tagged with its Python call site."""
+    cli = [sys.executable, "-m", "bench.job_sites"] if sites and code is None else CLI
+    watch = [*cli, "watch", str(work / "landing"), "--once", "--max-files", "1", "-v"]
     watch += ["--lakehouse", str(work / f"lh-{name}")]
     env = {}
-    if profile:
+    if profile or sites:
         conf = Path(code) / "conf" if code else default_conf_dir()
         events = work / f"events-{name}"
         conf = profiling_conf_dir(conf, work / f"conf-{name}", DEFAULT_ENV, events)
@@ -177,6 +185,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--profile", action="store_true", help="Spark jobs per stage")
     parser.add_argument(
+        "--sites",
+        action="store_true",
+        help="this checkout's watch run again, its Spark jobs per Python call site (see above)",
+    )
+    parser.add_argument(
         "--rounds", type=int, default=1, help="watches per checkout, interleaved (see above)"
     )
     args = parser.parse_args(argv)
@@ -205,6 +218,8 @@ def main(argv: list[str] | None = None) -> None:
         (name, number, run, *watched(work, run, code, args.profile))
         for name, number, run, code in runs
     ]
+    if args.sites:  # slower, tagged: a watch of its own, after the timed ones
+        watched(work, "sites", None, sites=True)
     analyze = [*CLI, "analyze", str(trace), "--json", "--lakehouse", str(work / "lh-analyze")]
     analyze_wall, _ = timed(analyze, work / "analyze.log")
 
@@ -224,6 +239,11 @@ def main(argv: list[str] | None = None) -> None:
             events = event_log_file(work / f"events-{run}")
             print(f"\nSpark jobs of {run}, per micro-batch and stage (event log):")
             print(markdown(batch_profile(events, work / f"{run}.log")) + "\n")
+    if args.sites:
+        events = event_log_file(work / "events-sites")
+        print("\nSpark jobs of micro-batches after the first, per Python call site (a watch of")
+        print("its own through bench/job_sites.py; its seconds are slower than the others'):")
+        print(sites_markdown(site_table(events, work / "sites.log")))
     if args.rounds > 1:
         print("\nEach watch's micro-batches after the first, summed, round by round:")
         print(rounds_table([(name, number, batches) for name, number, _, _, batches in results]))
