@@ -130,7 +130,7 @@ def watched(
     """`watch --once` of the landing folder by the checkout `code` (None: this one); with
     `profile`, Spark's event log into work/events-NAME; with `sites` (this checkout only),
     run through bench/job_sites.py, every job tagged with its Python call site."""
-    cli = [sys.executable, "-m", "bench.job_sites"] if sites and code is None else CLI
+    cli = [sys.executable, "-m", "bench.job_sites"] if sites else CLI
     watch = [*cli, "watch", str(work / "landing"), "--once", "--max-files", "1", "-v"]
     watch += ["--lakehouse", str(work / f"lh-{name}")]
     env = {}

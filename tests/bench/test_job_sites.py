@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from test_stage_profile import job_end, stage_line, write_lines
+from test_stage_profile import job_end, job_start, stage_line, write_lines
 
 from bench.job_sites import SITE_PROPERTY, UNKNOWN, install, site, site_table
 
@@ -14,16 +14,9 @@ BATCH_0, BATCH_1, BATCH_2 = (f"micro-batch {n}: 1 file(s)" for n in range(3))
 
 
 def _job(job: int, start: int, end: int, where: str | None) -> list[dict]:
-    from test_stage_profile import T0
-
-    properties = {SITE_PROPERTY: where} if where else {}
-    started = {
-        "Event": "SparkListenerJobStart",
-        "Job ID": job,
-        "Submission Time": T0 + start,
-        "Stage IDs": [job],
-        "Properties": properties,
-    }
+    started = job_start(job, start, job, None, None)
+    if where:
+        started["Properties"][SITE_PROPERTY] = where
     return [started, job_end(job, end)]
 
 
