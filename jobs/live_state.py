@@ -184,9 +184,16 @@ def fold_batch(
 
     try:
         of_files = F.col("source_file").isin(files)
-        # the micro-batch's rows: from its ingest's pending writes when they hold them all
-        producer = keep(lakehouse.read_matching("producer_events", {"source_file": files}))
-        consumer = keep(lakehouse.read_matching("consumer_events", {"source_file": files}))
+
+        def own_rows(table: str) -> DataFrame:
+            """The micro-batch's rows of `table`: from its ingest's pending writes when they
+            hold them all (in memory already: not kept again), else read once from Delta."""
+            match = {"source_file": files}
+            rows = lakehouse.read_matching(table, match)
+            return rows if lakehouse.held_in_memory(table, match) else keep(rows)
+
+        producer = own_rows("producer_events")
+        consumer = own_rows("consumer_events")
         delivery = keep(build_delivery(resolve_receives(consumer, producer)))
         # read once: every part is unpacked from it, some several times over (a Delta scan
         # each, with its own search for files, otherwise)
@@ -212,7 +219,7 @@ def fold_batch(
         if CLOSED in parts:  # folded: every part, in one commit
             rows = checkpointed(parts_of(computed, list(STATE_TABLES)))
             try:
-                lakehouse.overwrite("live_state", rows)
+                lakehouse.overwrite_computed("live_state", rows)
             except BaseException:
                 release(rows)
                 raise

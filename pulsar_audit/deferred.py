@@ -85,6 +85,7 @@ class _Write:
     keys: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
     compared: tuple[str, ...] = ()  # an update: set `columns` where these differ (all: none)
+    owned: bool = True  # `frame` is released with the job's (False: its caller's to release)
 
 
 @dataclass
@@ -181,13 +182,24 @@ class DeferredLakehouse(Lakehouse):
         out (the rows of runs this job takes in for the first time) and the pending writes,
         if any, only replace and append. Then from the pending frames alone (none: no row):
         no Delta snapshot, no file-filtering job, no scan of the committed version."""
+        writes = self._without_table(table, match)
+        if writes is not None:
+            empty = local_frame(self.spark, [], self.spec(table).schema)
+            return _apply(empty, writes).filter(match_filter(match))
+        return super().read_matching(table, match)
+
+    def held_in_memory(self, table: str, match: Match) -> bool:
+        return self._without_table(table, match) is not None
+
+    def _without_table(self, table: str, match: Match) -> list[_Write] | None:
+        """The pending writes `read_matching(table, match)` is answered from alone (none: no
+        row), or None when it reads the table."""
         entry = self._table(table)
         with self._guard:
             writes = list(entry.writes)
         if (writes and _replaced(writes, match)) or self._base_lacks(table, entry, writes, match):
-            empty = local_frame(self.spark, [], self.spec(table).schema)
-            return _apply(empty, writes).filter(match_filter(match))
-        return super().read_matching(table, match)
+            return writes
+        return None
 
     def _base_lacks(self, table: str, entry: _Table, writes: list[_Write], match: Match) -> bool:
         """Whether the committed version the job began from holds no row `match` selects,
@@ -257,6 +269,12 @@ class DeferredLakehouse(Lakehouse):
         frame, rows = self._kept(table, df)
         self._pend(table, _Write("replace", frame, rows))
         return rows
+
+    def overwrite_computed(self, table: str, rows: DataFrame) -> None:
+        """Pends `rows` as they are (computed already, the caller's: not released here)."""
+        columns = self.spec(table).schema.fieldNames()
+        frame = rows if rows.columns == columns else rows.select(*columns)
+        self._pend(table, _Write("replace", frame, owned=False))
 
     def merge(self, table: str, df: DataFrame, keys=None) -> None:  # type: ignore[override]
         keys = tuple(keys or self.spec(table).key)
@@ -402,7 +420,8 @@ class DeferredLakehouse(Lakehouse):
         with self._guard:
             for entry in self._tables.values():
                 for write in entry.writes:
-                    release(write.frame)
+                    if write.owned:
+                        release(write.frame)
             self._tables.clear()
 
 

@@ -247,6 +247,11 @@ class Lakehouse:
         pending writes replace all such rows (pulsar_audit/deferred.py)."""
         return self.read(table).filter(match_filter(match))
 
+    def held_in_memory(self, table: str, match: Match) -> bool:
+        """Whether `read_matching(table, match)` reads only frames the job keeps in memory (a
+        deferred job's pending writes): no table, nothing worth a checkpoint of its own."""
+        return False
+
     def read_runs(self, table: str, runs: list[str] | None = None) -> DataFrame:
         """`table`'s rows of `runs` (None: every row), through `read_matching`."""
         return self.read(table) if runs is None else self.read_matching(table, {"run_id": runs})
@@ -350,6 +355,12 @@ class Lakehouse:
         """Replace the whole table with `df` (one Delta commit; earlier versions stay readable)."""
         self.create(table)
         return self._save(table, df, "overwrite")
+
+    def overwrite_computed(self, table: str, rows: DataFrame) -> None:
+        """`overwrite` with `rows`, a `checkpointed` frame the caller owns (it keeps or releases
+        it after the commit): a deferred lakehouse pends it as it is, without computing the
+        rows again into a checkpoint of its own (pulsar_audit/deferred.py)."""
+        self.overwrite(table, rows)
 
     def merge(self, table: str, df: DataFrame, keys: Iterable[str] | None = None) -> None:
         """Upsert on the natural key: rows already present are updated, new ones inserted."""

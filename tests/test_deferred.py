@@ -14,6 +14,7 @@ from pulsar_audit.delta_io import Lakehouse
 from pulsar_audit.delta_log import local_table_state
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import QUARANTINE
+from pulsar_audit.spark import release
 
 AT = datetime(2026, 1, 1)
 
@@ -213,13 +214,54 @@ def test_rows_a_pending_replace_covers_are_read_without_the_table(spark, plain: 
     covered = job.read_matching("run_state", {"run_id": ["r1"]})
     assert content(covered) == [("r1", "b")]  # the committed ("r1", "a") is replaced
     assert covered.inputFiles() == []  # no file of the table read
+    assert job.held_in_memory("run_state", {"run_id": ["r1"]})
     # r9 is not among the replaced runs: its committed rows are read from the table
     partly = job.read_matching("run_state", {"run_id": ["r1", "r9"]})
     assert content(partly) == [("r1", "b"), ("r9", "z")]
     assert partly.inputFiles() != []
+    assert not job.held_in_memory("run_state", {"run_id": ["r1", "r9"]})
+    assert not plain.held_in_memory("run_state", {"run_id": ["r1"]})  # a plain one reads Delta
     job.commit()
     # what was read is what the table holds once committed
     assert content(plain.read_matching("run_state", {"run_id": ["r1"]})) == [("r1", "b")]
+    job.release()
+
+
+def test_a_computed_overwrite_is_pended_as_it_is_and_left_to_its_caller(spark, plain: Lakehouse):
+    plain.replace_runs("run_state", state_rows(spark, [("r9", "z")]), ["r9"])
+    rows = state_rows(spark, [("r1", "a"), ("r2", "b")]).localCheckpoint(eager=True)
+    job = DeferredLakehouse(plain)
+    job.overwrite_computed("run_state", rows)
+    assert content(job.read("run_state")) == [("r1", "a"), ("r2", "b")]
+    job.commit()
+    assert content(plain.read("run_state")) == [("r1", "a"), ("r2", "b")]
+    job.release()
+    # the caller's checkpoint outlives the job's release (a watch keeps its state rows)
+    blocks = rows.rdd.context._jsc.sc().getRDDStorageInfo()
+    kept_ids = {blocks[i].id() for i in range(len(blocks))}
+    assert rows._jdf.queryExecution().analyzed().rdd().id() in kept_ids
+    assert content(rows) == [("r1", "a"), ("r2", "b")]
+    release(rows)
+
+
+def test_a_known_empty_replace_pends_no_rows_and_still_removes(spark, plain: Lakehouse):
+    plain.replace_runs("run_state", state_rows(spark, [("r1", "a"), ("r9", "z")]), ["r1", "r9"])
+    none = local_frame(spark, [], plain.spec("run_state").schema)
+    # a plain lakehouse commits the replace of r1's rows by none, counted 0
+    assert plain.replace_runs("run_state", none, ["r1"]) == 0
+    assert content(plain.read("run_state")) == [("r9", "z")]
+    job = DeferredLakehouse(plain)
+    job.read("run_state")  # the table's state taken before the job group below
+    spark.sparkContext.setJobGroup("known-empty", "a pending replace by no rows")
+    try:
+        assert job.replace_runs("run_state", none, ["r9"]) == 0
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    # a local frame of no rows has no partition: pended without a Spark job
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup("known-empty") == []
+    assert content(job.read("run_state")) == []
+    job.commit()
+    assert content(plain.read("run_state")) == []
     job.release()
 
 
