@@ -44,7 +44,7 @@ from pyspark.sql import functions as F
 
 from pulsar_audit.delta_io import Lakehouse, Match, check_contract, match_column, match_filter
 from pulsar_audit.delta_log import local_table_state
-from pulsar_audit.local_frames import local_frame
+from pulsar_audit.local_frames import local_frame, local_rows
 from pulsar_audit.spark import (
     observed_metrics,
     release,
@@ -238,8 +238,18 @@ class DeferredLakehouse(Lakehouse):
         match: a replace's match; a row outside it fails the write, as Delta's replaceWhere
         refuses it (counted in the same pass).
         """
-        observed = Observation(f"pending_{table}")
         columns = self.spec(table).schema.fieldNames()
+        rows = local_rows(df)
+        if rows is not None:  # rows held in the plan (a manifest's, a check's): no job
+            local = df.select(*columns)
+            if match is not None and rows:
+                # a filter of a local frame is evaluated on the driver: its rows collected
+                # without a Spark job
+                outside = len(local.filter(~match_column(match)).select(F.lit(1)).collect())
+                if outside:
+                    raise ValueError(_outside_error(table, outside, match))
+            return local, rows
+        observed = Observation(f"pending_{table}")
         outside = F.lit(0) if match is None else F.when(~match_column(match), 1).otherwise(0)
         kept = df.select(*columns).observe(
             observed, F.count(F.lit(1)).alias("rows"), F.sum(outside).alias("outside")
@@ -248,10 +258,7 @@ class DeferredLakehouse(Lakehouse):
         counts = observed_metrics(observed, "rows", "outside")
         if counts.get("outside"):
             release(kept)
-            raise ValueError(
-                f"{table}: {counts['outside']} row(s) to write fall outside the rows replaced "
-                f"({match}); nothing was written"
-            )
+            raise ValueError(_outside_error(table, counts["outside"], match))
         return kept, int(counts.get("rows", 0))
 
     def replace_where(self, table: str, df: DataFrame, match: Match) -> int:
@@ -423,6 +430,13 @@ class DeferredLakehouse(Lakehouse):
                     if write.owned:
                         release(write.frame)
             self._tables.clear()
+
+
+def _outside_error(table: str, rows: object, match: Match | None) -> str:
+    return (
+        f"{table}: {rows} row(s) to write fall outside the rows replaced ({match}); "
+        "nothing was written"
+    )
 
 
 def _apply(base: DataFrame, write: _Write | list[_Write]) -> DataFrame:

@@ -66,3 +66,19 @@ def _plain(value: Any, data_type: T.DataType) -> Any:
         items = value.items() if isinstance(value, Mapping) else value
         return [(k, _plain(v, data_type.valueType)) for k, v in items]
     return value
+
+
+def local_rows(df: DataFrame) -> int | None:
+    """How many rows `df` holds when it is a `local_frame`, or a selection of its columns
+    (its rows are in its plan: known without a Spark job, the same at every use); None for
+    any other frame (one that computes anything: a job would)."""
+    plan = df._jdf.queryExecution().analyzed()  # noqa: SLF001
+    while plan.getClass().getSimpleName() == "Project":
+        columns = plan.projectList()
+        named = (columns.apply(i).getClass().getSimpleName() for i in range(columns.size()))
+        if any(kind != "AttributeReference" for kind in named):
+            return None
+        plan = plan.child()
+    if plan.getClass().getSimpleName() != "LocalRelation":
+        return None
+    return int(plan.data().size())

@@ -152,6 +152,29 @@ def test_a_row_outside_the_replaced_runs_is_refused(spark, plain: Lakehouse):
     job.release()
 
 
+def local_state_rows(spark, rows: list[tuple[str, str]]):
+    return local_frame(spark, [(run, fp, AT) for run, fp in rows], state_rows(spark, []).schema)
+
+
+def test_rows_held_in_a_local_frame_are_pended_without_a_job(spark, plain: Lakehouse):
+    job = DeferredLakehouse(plain)
+    job.read("run_state")  # the table's state taken before the job group below
+    with pytest.raises(ValueError, match=r"1 row\(s\) to write fall outside the rows replaced"):
+        job.replace_runs("run_state", local_state_rows(spark, [("r1", "a"), ("r2", "b")]), ["r1"])
+    spark.sparkContext.setJobGroup("local-rows", "pending writes of local frames")
+    try:
+        rows = local_state_rows(spark, [("r1", "a"), ("r2", "b")])
+        assert job.replace_runs("run_state", rows, ["r1", "r2"]) == 2
+        assert job.append("run_state", local_state_rows(spark, [("r3", "c")])) == 1
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup("local-rows") == []
+    assert content(job.read("run_state")) == [("r1", "a"), ("r2", "b"), ("r3", "c")]
+    job.commit()
+    assert content(plain.read("run_state")) == [("r1", "a"), ("r2", "b"), ("r3", "c")]
+    job.release()
+
+
 def test_stage_fingerprints_are_taken_after_the_data_commits(spark, plain: Lakehouse):
     job = DeferredLakehouse(plain)
     job.replace_runs("run_state", state_rows(spark, [("r1", "a")]), ["r1"])

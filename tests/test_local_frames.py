@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from pulsar_audit.local_frames import local_frame
+from pulsar_audit.local_frames import local_frame, local_rows
 from pulsar_audit.schemas import ALERTS, RUN_FILES
 
 NESTED = T.StructType(
@@ -30,6 +30,18 @@ def test_no_rows_give_an_empty_frame_of_the_schema(spark):
     frame = local_frame(spark, [], RUN_FILES)
     assert frame.schema == RUN_FILES
     assert frame.count() == 0
+
+
+def test_a_local_frame_counts_its_rows_without_a_job(spark):
+    frame = local_frame(
+        spark, [("r1", "/a", 1), ("r2", "/b", 2)], "run_id string, f string, n long"
+    )
+    assert local_rows(frame) == 2 and local_rows(frame.select("n", "run_id")) == 2
+    assert local_rows(local_frame(spark, [], RUN_FILES)) == 0
+    # anything computed is not known without a job
+    assert local_rows(frame.filter("n > 1")) is None
+    assert local_rows(frame.select((frame.n + 1).alias("n"))) is None
+    assert local_rows(spark.range(3)) is None
 
 
 def test_nulls_nested_values_and_a_ddl_schema(spark):
