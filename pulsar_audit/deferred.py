@@ -5,7 +5,8 @@ a table just written. `DeferredLakehouse` takes the same calls as `Lakehouse`, s
 runs the same code, but:
 
 - a write computes its rows once, into a checkpoint (its row count observed on the way), and
-  is *pending*: nothing reaches Delta yet;
+  is *pending*: nothing reaches Delta yet (a local frame's rows, held in its plan, and rows
+  its caller computed already, `overwrite_computed`, are pended as they are: no Spark job);
 - a read of a table with pending writes is answered from them, applied to the table as it
   stood when the job began (read without Spark when that was a new, empty table): the job
   never reads back what it has just written;
