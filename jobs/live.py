@@ -57,7 +57,7 @@ from pulsar_audit.errors import NoInputError
 from pulsar_audit.kept_rows import KeptRows
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.schemas import ALERTS, PROVISIONAL
-from pulsar_audit.spark import SMALL_FRAMES_CONF, release, session_settings
+from pulsar_audit.spark import SMALL_FRAMES_CONF, release, session_settings, side_by_side
 from pulsar_audit.storage import FileStat, FileStore
 from serve.alert_job import send_alerts
 from serve.alerts import alerts_for_provisional
@@ -238,17 +238,34 @@ class Watch:
         with stage("live state", self.progress):
             # only the first micro-batch a process runs can be a replay (a failed one ends it)
             replayable = self.done.batches == 0
-            judged = fold_batch(
-                lakehouse,
-                self.config,
-                paths,
-                runs,
-                batch_id,
-                replayable,
-                self.kept_state,
-                self.kept_run_configs,
+            judged, _ = side_by_side(
+                lambda: fold_batch(
+                    lakehouse,
+                    self.config,
+                    paths,
+                    runs,
+                    batch_id,
+                    replayable,
+                    self.kept_state,
+                    self.kept_run_configs,
+                ),
+                lambda: self._read_ahead(runs),
             )
             return judged, came
+
+    def _read_ahead(self, runs: list[str]) -> None:
+        """Beside the fold: gold.provisional's and gold.alerts' rows, as the micro-batch's
+        judgement and alerts will read them, when the tables moved on since this process
+        last read them (the last micro-batch's findings): read while the fold runs, not
+        after it. Only a head start: a read that fails here is read again, and a table
+        moved on meanwhile is read again too (`KeptRows`)."""
+        if not runs:
+            return
+        try:
+            self.kept_findings.of(self.lakehouse, runs)
+            self.kept_alerts.of(self.lakehouse)
+        except Exception:  # noqa: BLE001 - the judgement's own read reports it
+            log.debug("reading ahead of the judgement failed", exc_info=True)
 
     def reconcile_pending(self) -> None:
         """Between micro-batches (none runs meanwhile): the runs the live state has ended

@@ -43,7 +43,7 @@ from pulsar_audit.kept_rows import KeptRows
 from pulsar_audit.local_frames import local_frame
 from pulsar_audit.packed import collected, pack, packed
 from pulsar_audit.schemas import OUTAGES, PROVISIONAL, RUN_EVENTS
-from pulsar_audit.spark import checkpointed, release, without_estimate
+from pulsar_audit.spark import checkpointed, release, side_by_side, without_estimate
 from serve.live_view import batch_rates
 
 log = logging.getLogger(__name__)
@@ -194,21 +194,38 @@ def fold_batch(
 
         producer = own_rows("producer_events")
         consumer = own_rows("consumer_events")
-        delivery = keep(build_delivery(resolve_receives(consumer, producer)))
         # read once: every part is unpacked from it, some several times over (a Delta scan
         # each, with its own search for files, otherwise)
         state = read_state(lakehouse, keep, kept_state)
+        replayed = replayable and already_folded(state, runs, batch_id)
+        # independent steps, each a Spark job or two and its planning: side by side, on the
+        # second core the chain of the fold otherwise leaves idle
+        delivery, earlier, configs = side_by_side(
+            lambda: keep(build_delivery(resolve_receives(consumer, producer))),
+            lambda: None if replayed else _earlier(lakehouse, state, consumer, of_files),
+            lambda: _run_configs(lakehouse, runs, files, run_configs or kept_run_configs()),
+        )
         parts: dict[str, DataFrame] = {}
-        if replayable and already_folded(state, runs, batch_id):
+        if replayed:
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)
         else:
-            earlier = _earlier(lakehouse, state, consumer, of_files)
+
+            def keep_each(builds: list[Callable[[], DataFrame]]) -> list[DataFrame]:
+                return side_by_side(*[lambda build=build: keep(build()) for build in builds])
+
             folded = fold(
-                state, producer, delivery, consumer, config.pipeline, batch_id, keep, earlier
+                state,
+                producer,
+                delivery,
+                consumer,
+                config.pipeline,
+                batch_id,
+                keep,
+                earlier,
+                keep_each,
             )
             state = folded.state
             parts = {**state.tables(), CLOSED: folded.closed_outages}
-        configs = _run_configs(lakehouse, runs, files, run_configs or kept_run_configs())
         found = _found(state, config, runs, seen_in(producer, consumer, delivery, configs))
         parts[FOUND] = live.opened(found, batch_id)
         parts[ENDED] = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))

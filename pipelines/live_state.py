@@ -52,6 +52,8 @@ from pulsar_audit.schemas import (
 )
 
 SUBSCRIBED = list(FINDING_KEY)  # run_id, topic, subscription, partition, producer
+# `fold`'s keep_each: the frames the calls build, each kept, in order
+KeepEach = Callable[[list[Callable[[], DataFrame]]], list[DataFrame]]
 STATE_TABLES = LIVE_STATE_PARTS  # each part of silver.live_state, and its schema
 
 
@@ -138,6 +140,7 @@ def fold(
     batch_id: int,
     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
     earlier: DataFrame | None = None,
+    keep_each: KeepEach | None = None,
 ) -> Folded:
     """The state once a micro-batch's events are folded in.
 
@@ -152,8 +155,21 @@ def fold(
     earlier: the bronze producer rows of earlier micro-batches of the runs where
     `new_subscriptions` shows a subscription the state does not know (None: there is none):
     a subscription first seen after messages were acked awaits them too, as the batch
-    detectors expect every subscription of a topic to get every acked message."""
-    messages = keep(_messages(producer_events, state.in_flight, delivery, state.streams))
+    detectors expect every subscription of a topic to get every acked message.
+    keep_each: given calls that each build a frame `keep` is applied to (independent of one
+    another), the frames kept, in order; a caller may build and keep them side by side
+    (None: one after the other)."""
+
+    def each(*builds: Callable[[], DataFrame]) -> list[DataFrame]:
+        if keep_each is not None:
+            return keep_each(list(builds))
+        return [keep(build()) for build in builds]
+
+    messages, consumers, runs = each(
+        lambda: _messages(producer_events, state.in_flight, delivery, state.streams),
+        lambda: _consumers(state.consumers, consumer_events),
+        lambda: _runs(state.runs, producer_events, consumer_events, batch_id),
+    )
     prior = state.streams.select(
         *STREAM,
         F.col("in_flight").alias("before_in_flight"),
@@ -165,16 +181,19 @@ def fold(
         with_in_flight(changes.join(prior, STREAM, how="left"), F.col("before_in_flight"))
     )
     closed = closed_stretches(counted, pipeline, F.col("before_completion"), F.col("before_rise"))
-    consumers = keep(_consumers(state.consumers, consumer_events))
+    streams, awaiting = each(
+        lambda: _streams(state.streams, counted, producer_events),
+        lambda: _awaiting(
+            state, messages, delivery, consumers, _owed(state, consumer_events, earlier)
+        ),
+    )
     folded = LiveState(
         in_flight=conform(messages.filter(F.col("completed_at").isNull()), LIVE_IN_FLIGHT),
-        streams=keep(_streams(state.streams, counted, producer_events)),
-        awaiting=keep(
-            _awaiting(state, messages, delivery, consumers, _owed(state, consumer_events, earlier))
-        ),
+        streams=streams,
+        awaiting=awaiting,
         frontier=_frontier(state.frontier, delivery),
         consumers=consumers,
-        runs=keep(_runs(state.runs, producer_events, consumer_events, batch_id)),
+        runs=runs,
     )
     return Folded(folded, closed)
 
