@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 from pipelines import live
 from pipelines.live_state import (
     STATE_TABLES,
+    Folded,
     LiveState,
     ended,
     fold,
@@ -206,27 +207,35 @@ def fold_batch(
             lambda: _run_configs(lakehouse, runs, files, run_configs or kept_run_configs()),
         )
         parts: dict[str, DataFrame] = {}
+
+        def seen() -> DataFrame:  # the batch detectors', on the micro-batch's own events
+            return keep(live.seen_as_they_are(seen_in(producer, consumer, delivery, configs)))
+
         if replayed:
             log.info("micro-batch %d is in the live state already: not folded again", batch_id)
+            seen_rows = seen()
         else:
 
             def keep_each(builds: list[Callable[[], DataFrame]]) -> list[DataFrame]:
                 return side_by_side(*[lambda build=build: keep(build()) for build in builds])
 
-            folded = fold(
-                state,
-                producer,
-                delivery,
-                consumer,
-                config.pipeline,
-                batch_id,
-                keep,
-                earlier,
-                keep_each,
-            )
+            def folded_state() -> Folded:
+                return fold(
+                    state,
+                    producer,
+                    delivery,
+                    consumer,
+                    config.pipeline,
+                    batch_id,
+                    keep,
+                    earlier,
+                    keep_each,
+                )
+
+            folded, seen_rows = side_by_side(folded_state, seen)
             state = folded.state
             parts = {**state.tables(), CLOSED: folded.closed_outages}
-        found = _found(state, config, runs, seen_in(producer, consumer, delivery, configs))
+        found = _found(state, config, runs, seen_rows)
         parts[FOUND] = live.opened(found, batch_id)
         parts[ENDED] = live.ended_runs(ended(state.consumers.filter(F.col("run_id").isin(runs))))
         parts[RATES] = batch_rates(producer, consumer)  # what the live view shows of the batch
@@ -288,12 +297,12 @@ def _earlier(
 
 
 def _found(state: LiveState, config: Config, runs: list[str], seen: DataFrame) -> DataFrame:
-    """The provisional findings `runs` show: from the state, and what the batch detectors
-    see in the micro-batch's own events."""
+    """The provisional findings `runs` show: from the state, and `seen`, what the batch
+    detectors see in the micro-batch's own events (`pipelines.live.seen_as_they_are`)."""
     clock = state.runs.filter(F.col("run_id").isin(runs)).select("run_id", "now")
     losses = live.suspected_losses(state.awaiting, clock, config.pipeline.suspected_loss_ms)
     outages = live.outages_in_progress(state.streams, clock, config.pipeline.backoff_ladder_ms[0])
-    return losses.unionByName(outages).unionByName(live.seen_as_they_are(seen))
+    return losses.unionByName(outages).unionByName(seen)
 
 
 def judge(
