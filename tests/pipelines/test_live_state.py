@@ -4,11 +4,23 @@ detectors find over all the events at once."""
 
 from __future__ import annotations
 
-from pipeline_events import PIPELINE, MicroBatches, ack, at, bronze, end, receive, send
+from pipeline_events import (
+    PIPELINE,
+    MicroBatches,
+    ack,
+    at,
+    bronze,
+    end,
+    receive,
+    send,
+    subscribe,
+)
 
 from pipelines.detect_outages import detect_outages
 from pipelines.live import outages_in_progress, suspected_losses
-from pipelines.live_state import ended
+from pipelines.live_state import STATE_TABLES, LiveState, ended, fold
+from pipelines.silver import build_delivery, resolve_receives
+from pulsar_audit.spark import side_by_side
 
 # every case below is a run of the same micro-batch sequence, folded once (the `folds` fixture)
 MICRO_BATCHES = MicroBatches()
@@ -188,3 +200,32 @@ def test_an_end_alone_and_a_message_acked_again_owe_nothing_more(folds) -> None:
     assert _rows(awaiting, "subscription", "seq", "first_ts", "ack_ts", "passed_at") == [
         ("s1", 1, at(50), at(52), at(60))
     ]
+
+
+def test_the_fold_hands_its_independent_steps_over_together_and_folds_the_same(spark) -> None:  # noqa: ANN001
+    """`fold`'s keep_each gets the steps that do not need one another at once (the
+    per-message aggregate, the consumers, the runs' clocks; then the streams and the awaited
+    messages), for a caller to keep them side by side (jobs/live_state.py); built and kept
+    side by side, the state is the one they give one after the other."""
+    events = [subscribe(0), send(1, 0), ack(1, 2), receive(1, 3), send(2, 10), send(3, 20)]
+    events += [ack(3, 30)]  # acked, not delivered: awaited
+    batch = bronze(spark, [{**e, "run_id": "together"} for e in events], ingest_id="i0")
+    producer, consumer = batch.producer_events, batch.consumer_events
+    delivery = build_delivery(resolve_receives(consumer, producer))
+    groups: list[int] = []
+
+    def keep_each(builds):  # noqa: ANN001, ANN202
+        groups.append(len(builds))
+        return side_by_side(*builds)
+
+    empty = LiveState.empty(spark)
+    together = fold(empty, producer, delivery, consumer, PIPELINE, 0, keep_each=keep_each)
+    alone = fold(empty, producer, delivery, consumer, PIPELINE, 0)
+
+    assert groups == [3, 2]
+    assert _rows(together.state.in_flight, "seq") == [(2,)]
+    assert _rows(together.state.awaiting, "subscription", "seq") == [("s1", 3)]
+    for name, mine, theirs in zip(
+        STATE_TABLES, together.state.frames(), alone.state.frames(), strict=True
+    ):
+        assert sorted(map(str, mine.collect())) == sorted(map(str, theirs.collect())), name
