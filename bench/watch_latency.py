@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.watch_latency [--scenario 'kill-qw-bookies --auto-skip'
         --scenario 'unload --seed 3'] [--messages 2000] [--rate 5000] [--roll-s 1] [--trigger-s 1]
-        [--trace DIR] [--workdir DIR]
+        [--trace DIR] [--workdir DIR] [--cold]
 
 Each --scenario is simulated (`pulsar-audit simulate run`, with its truth; default: kill-qw-
 bookies with a reader that skips unreadable data, for its loss, and unload with seed 3, for its
@@ -17,7 +17,9 @@ alert's arrival is timed against the moment its finding became provable in the r
 (bench/latency_rules.py says how, per kind). Prints the latency table, the micro-batches (each
 with its gap after the one before: the watch's view of that one, the query's bookkeeping, any
 wait for a file) and the watch's lag at the end: how long after the last file was renamed
-into LANDING the micro-batch that took it ended. Exit 1 if no alert arrived.
+into LANDING the micro-batch that took it ended, and how long after its start the watch's query
+started (its warm-up, jobs/live_warm.py, runs before it; --cold: without). Exit 1 if no alert
+arrived.
 Figures depend on the machine's load: print `uptime` beside them.
 """
 
@@ -94,6 +96,8 @@ class WatchChild:
         command += ["--lakehouse", str(work / "lakehouse"), "--checkpoint", str(self.checkpoint)]
         env = {**os.environ, CONF_DIR_VAR: str(conf), "PULSAR_AUDIT_ENV": "local"}
         self.log = (work / "watch.log").open("w")
+        self.began = time.monotonic()
+        self.ready_s: float | None = None  # from its start to its query's (a warm-up included)
         self.out = (work / "watch.out").open("w")
         self.process = subprocess.Popen(
             command,
@@ -121,6 +125,7 @@ class WatchChild:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the watch did not start: see {self.log.name}")
             time.sleep(0.5)
+        self.ready_s = time.monotonic() - self.began
 
     def files_taken(self) -> int:
         return sum(files for _, _, files, _ in self.batches)
@@ -139,10 +144,12 @@ class WatchChild:
         self.out.close()
 
 
-def webhook_conf(folder: Path, url: str) -> tuple[Path, dict[str, Any]]:
-    """conf/local.yaml with one webhook sink: the folder and the config's pipeline section."""
+def webhook_conf(folder: Path, url: str, warm_up: bool = True) -> tuple[Path, dict[str, Any]]:
+    """conf/local.yaml with one webhook sink (and `watch.warm_up` as given): the folder and
+    the config's pipeline section."""
     raw = yaml.safe_load((default_conf_dir() / "local.yaml").read_text())
     raw["alerts"]["sinks"] = [{"name": "bench", "webhook": {"url": url, "max_attempts": 2}}]
+    raw["watch"] = {**(raw.get("watch") or {}), "warm_up": warm_up}
     folder.mkdir(parents=True)
     (folder / "local.yaml").write_text(yaml.safe_dump(raw))
     return folder, raw["pipeline"]
@@ -210,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle-s", type=float, default=60.0, help="wait for alerts after")
     parser.add_argument("--trace", action="append", help="a trace folder instead of simulating")
     parser.add_argument("--workdir", default="/tmp/pulsar-audit-bench-latency")
+    parser.add_argument(
+        "--cold", action="store_true", help="the watch without its warm-up (watch.warm_up false)"
+    )
     args = parser.parse_args(argv)
     work = Path(args.workdir)
     shutil.rmtree(work, ignore_errors=True)
@@ -221,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(lines):,} trace lines over {offsets[-1]:.1f} s of replay from {traces}")
 
     receiver = Receiver()
-    conf, pipeline = webhook_conf(work / "conf", receiver.url)
+    conf, pipeline = webhook_conf(work / "conf", receiver.url, warm_up=not args.cold)
     (work / "landing").mkdir()
     child = WatchChild(work, conf, args.trigger_s)
     try:
@@ -245,6 +255,7 @@ def report(lines, written, received, pipeline, child, landed_at, segments) -> No
     taken = child.files_taken()
     last = next((b for b in child.batches if b[2] and _cumulative(child, b) >= segments), None)
     lag = f"{last[0] - landed_at:.1f} s" if last else f"not reached ({taken}/{segments} files)"
+    print(f"the watch's query started {child.ready_s:.1f} s after the watch (its warm-up in it)")
     print(
         f"{len(child.batches)} micro-batches took {taken} of {segments} files; lag at the end "
         f"(last file renamed in → the micro-batch that took it ended): {lag}"

@@ -21,6 +21,7 @@ with `final`).
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,14 @@ from jobs.live_state import (
     kept_findings,
     kept_run_configs,
     provisional_of,
+)
+from jobs.live_warm import (
+    WarmedUp,
+    has_input,
+    scratch_config,
+    sent_alerts,
+    warms_up,
+    write_warm_up_trace,
 )
 from jobs.stages import Progress, stage
 from pipelines.causes_job import attach_causes, attach_provisional_causes
@@ -73,6 +82,7 @@ UPGRADED = ("provisional",)
 # Called after each micro-batch with its id, its files' paths and what its fold judged (a live
 # view, the lines a capture beside the watch prints).
 AfterBatch = Callable[[int, list[str], Judged], None]
+WARM_UP = "warm-up micro-batch"  # the stage name of a warm-up's micro-batches
 
 
 @dataclass
@@ -138,8 +148,10 @@ class Watch:
         options: WatchOptions,
         progress: Progress | None = None,
         after_batch: AfterBatch | None = None,
+        label: str = "micro-batch",
     ):
         self.lakehouse, self.config, self.path = lakehouse, config, str(path)
+        self.label = label  # its micro-batches' stage names: "<label> <id>: <n> file(s)"
         self.options, self.progress = options, progress
         self.after_batch = after_batch
         self.done = Watched()
@@ -160,7 +172,7 @@ class Watch:
             files = [store.status(row["path"]) for row in batch.collect()]
             small = defers(self.lakehouse, sum(f.size_bytes for f in files))
             with (
-                stage(f"micro-batch {batch_id}: {len(files)} file(s)", self.progress),
+                stage(f"{self.label} {batch_id}: {len(files)} file(s)", self.progress),
                 session_settings(self.lakehouse.spark, SMALL_FRAMES_CONF if small else {}),
             ):
                 if small:
@@ -298,6 +310,8 @@ class Watch:
             .queryName("pulsar-audit-watch")
         )
         self.reconcile_pending()  # a watch killed after a run's end was noted, before this
+        if not opts.once:  # --once takes the files there now: none to wait for
+            self.warm_up()
         if opts.once:
             query = writer.trigger(availableNow=True).start()
         else:
@@ -313,6 +327,36 @@ class Watch:
             query.stop()
             self.kept_state.release()
         return self.leave()
+
+    def warm_up(self) -> WarmedUp | None:
+        """Before the query starts, while the landing folder holds no input: this watch's
+        micro-batches over a made-up run, in a scratch lakehouse (jobs/live_warm.py); None
+        when it does not warm up. A warm-up that fails is logged and the watch goes on, cold."""
+        if not warms_up(self.config) or has_input(self.path):
+            return None
+        started, done = time.monotonic(), WarmedUp()
+        with tempfile.TemporaryDirectory(prefix="pulsar-audit-warm-up-") as scratch:
+            root = Path(scratch)
+            config = scratch_config(self.config, root)
+            lakehouse = Lakehouse(self.lakehouse.spark, config)
+            options = WatchOptions(checkpoint=str(root / "checkpoint"))
+            scratch_watch = Watch(lakehouse, config, root / "landing", options, label=WARM_UP)
+            try:
+                lakehouse.create_all()
+                for batch_id, file in enumerate(write_warm_up_trace(root / "landing")):
+                    if batch_id and has_input(self.path):  # the run has begun
+                        break
+                    paths = local_frame(lakehouse.spark, [(f"file:{file}",)], "path string")
+                    scratch_watch.on_batch(paths, batch_id)
+                    done.batches += 1
+                done.alerts = sent_alerts(root)
+            except Exception:  # noqa: BLE001 - only a head start: the watch runs without it
+                log.warning("the watch's warm-up failed; watching cold", exc_info=True)
+            finally:
+                scratch_watch.kept_state.release()
+        done.seconds = time.monotonic() - started
+        log.info("warmed up: %d micro-batch(es) in %.1f s", done.batches, done.seconds)
+        return done
 
     def _wait_idle(self, query: Any, idle_s: float | None) -> None:  # noqa: ANN401 - StreamingQuery
         """Until the query stops, the stop event is set or, with `idle_s`, the folder has been

@@ -122,9 +122,13 @@ WATCH_SOURCES = ("files", "auto_loader")
 
 @dataclass(frozen=True)
 class WatchConfig:
-    """How `watch` lists the landing folder: `source` is one of WATCH_SOURCES."""
+    """How `watch` lists the landing folder: `source` is one of WATCH_SOURCES; warm_up: a
+    local watch started on an empty landing folder first runs its micro-batches over a
+    made-up run in a scratch lakehouse, so that the run's first ones find its JVM warm
+    (jobs/live_warm.py)."""
 
     source: str = "files"
+    warm_up: bool = True
 
 
 @dataclass(frozen=True)
