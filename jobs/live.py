@@ -53,7 +53,7 @@ from jobs.live_warm import (
     scratch_config,
     sent_alerts,
     warms_up,
-    write_warm_up_trace,
+    write_warm_up_run,
 )
 from jobs.stages import Progress, stage
 from pipelines.causes_job import attach_causes, attach_provisional_causes
@@ -343,10 +343,11 @@ class Watch:
             scratch_watch = Watch(lakehouse, config, root / "landing", options, label=WARM_UP)
             try:
                 lakehouse.create_all()
-                for batch_id, file in enumerate(write_warm_up_trace(root / "landing")):
+                for batch_id, files in enumerate(write_warm_up_run(root / "landing")):
                     if batch_id and has_input(self.path):  # the run has begun
                         break
-                    paths = local_frame(lakehouse.spark, [(f"file:{file}",)], "path string")
+                    rows = [(f"file:{file}",) for file in files]
+                    paths = local_frame(lakehouse.spark, rows, "path string")
                     scratch_watch.on_batch(paths, batch_id)
                     done.batches += 1
                 done.alerts = sent_alerts(root)

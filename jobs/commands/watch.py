@@ -9,9 +9,11 @@ import logging
 import signal
 import sys
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.context import EXIT_OK, Context
+from pulsar_audit.config import Config
 from pulsar_audit.output import format_table, seq_range
 
 if TYPE_CHECKING:  # the watch's modules load Spark: imported when it runs
@@ -51,12 +53,20 @@ def cmd_watch(ctx: Context) -> int:
         final=args.final,
         stop=stop,
     )
+    config = watch_config(ctx.config, args)
     viewing = args.view or (sys.stdout.isatty() and not args.json)
     with _BatchDisplay(ctx, viewing) as after_batch:
         progress = None if viewing else ctx.progress()
-        result = watch(ctx.lakehouse, ctx.config, path, options, progress, after_batch)
+        result = watch(ctx.lakehouse, config, path, options, progress, after_batch)
     ctx.emit(result, render)
     return EXIT_OK
+
+
+def watch_config(config: Config, args: argparse.Namespace) -> Config:
+    """The config the watch runs with: `--no-warm-up` turns its warm-up off."""
+    if args.no_warm_up:
+        return replace(config, watch=replace(config.watch, warm_up=False))
+    return config
 
 
 class _BatchDisplay:
@@ -159,6 +169,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "--final",
         action="store_true",
         help="on leaving, reconcile every run (the capture is over), not only the ended ones",
+    )
+    p.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="start the query at once, cold: by default a watch on an empty folder first runs "
+        "its micro-batches over a made-up run in a scratch lakehouse (about 40 s here), so that "
+        "the run's first ones are fast (config watch.warm_up)",
     )
     p.add_argument(
         "--view",

@@ -6,21 +6,29 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from jobs.cli import build_parser
+from jobs.commands.watch import watch_config
 from jobs.live_warm import (
+    BUNDLE,
     LOST,
     MESSAGES,
     OUTAGE_FROM,
     REDELIVERED,
+    T0_MS,
+    broker_log_lines,
     has_input,
     warm_up_events,
     warms_up,
-    write_warm_up_trace,
+    write_warm_up_run,
 )
+from pipelines.log_patterns import PATTERNS
 from pulsar_audit.config import Config, WatchConfig
 
 
@@ -41,11 +49,16 @@ def test_the_made_up_run_loses_one_acked_message_and_redelivers_one() -> None:
 def test_each_micro_batch_of_the_warm_up_sees_its_part_of_the_run(
     tmp_path: Path, config: Config
 ) -> None:
-    files = write_warm_up_trace(tmp_path / "landing")
-    assert [f.name for f in files] == [
-        f"trace-pulsar-audit-warm-up-{n:05d}.jsonl" for n in range(3)
-    ]
-    chunks = [[json.loads(line) for line in f.read_text().splitlines()] for f in files]
+    landing = tmp_path / "landing"
+    batches = write_warm_up_run(landing)
+    traces = [landing / f"trace-pulsar-audit-warm-up-{n:05d}.jsonl" for n in range(3)]
+    log = landing / "logs" / "broker" / "standalone.00000.log"
+    zk = [landing / f"cluster.{n:05d}.zk.jsonl" for n in (1, 2)]
+    assert batches == [[traces[0]], [traces[1], log, zk[0]], [traces[2], zk[1]]]
+    # the bundle's ownership node: owned, deleted by the unload, owned again
+    ops = [json.loads(line)["op"] for f in zk for line in f.read_text().splitlines()]
+    assert ops == ["create", "delete", "create"]
+    chunks = [[json.loads(line) for line in f.read_text().splitlines()] for f in traces]
     assert sum(map(len, chunks)) == len(warm_up_events())
     acked = [{e["seq"] for e in chunk if e["event"] == "ack"} for chunk in chunks]
     sent = [{e["seq"] for e in chunk if e["event"] == "send"} for chunk in chunks]
@@ -94,3 +107,23 @@ def test_only_a_local_watch_of_tables_as_paths_warms_up(config: Config) -> None:
     )
     assert warms_up(cluster) is False
     assert warms_up(dataclasses.replace(config, storage="catalog")) is False
+
+
+def test_the_broker_log_asks_for_the_unload_just_before_the_acks_stop(config: Config) -> None:
+    lines = broker_log_lines()
+    requested = [p for p in PATTERNS if p.event_type == "bundle_unload_requested"]
+    unload = next(line for line in lines if "Unloading namespace bundle" in line)
+    message = unload.split(" - ", 1)[1]
+    assert any(re.search(p.message, message) for p in requested)
+    assert unload.endswith(BUNDLE)
+    stamp = datetime.strptime(unload.split(" ")[0], "%Y-%m-%dT%H:%M:%S,%f%z")
+    stop = T0_MS + OUTAGE_FROM * 5  # the send after which no ack comes
+    assert 0 < stop - stamp.timestamp() * 1000 <= config.pipeline.cause_before_ms
+
+
+@pytest.mark.parametrize(("flag", "warm_up"), [([], True), (["--no-warm-up"], False)])
+def test_no_warm_up_on_the_command_line_turns_it_off(
+    config: Config, flag: list[str], warm_up: bool
+) -> None:
+    args = build_parser().parse_args(["watch", "landing", *flag])
+    assert warms_up(watch_config(config, args)) is warm_up

@@ -1,8 +1,9 @@
 """jobs/live.py `Watch.warm_up` on real Spark and Delta: a watch started on an empty landing
 folder runs its micro-batches over the made-up run of jobs/live_warm.py in a scratch
-lakehouse — raising that run's suspected loss and outage in progress to the scratch's file
-sink — and leaves its own lakehouse and the temporary folder as they were; it stops when the
-run's first file lands, and does not warm up when input is there already."""
+lakehouse — raising that run's suspected loss and outage in progress, the outage with the
+unload its broker's log shows, to the scratch's file sink — and leaves its own lakehouse and
+the temporary folder as they were; it stops when the run's first file lands, and does not
+warm up when input is there already."""
 
 from __future__ import annotations
 
@@ -39,7 +40,11 @@ def test_a_watch_on_an_empty_folder_warms_up_on_a_made_up_run_of_its_own(
 
     assert warmed is not None
     assert warmed.batches == 3
-    assert warmed.alerts == ["outage_in_progress", "suspected_loss"]
+    # the outage's first cause ranked from the broker's log, as a real run's: the unload begun
+    assert warmed.alerts == [
+        ("outage_in_progress", "bundle_unload_started"),
+        ("suspected_loss", None),
+    ]
     assert _scratches() == before  # its lakehouse removed
     for table in ("producer_events", "live_state", "provisional", "alerts"):
         assert lakehouse.read(table).count() == 0, table
