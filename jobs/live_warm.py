@@ -43,7 +43,8 @@ CHUNK_MS, CHUNKS = 1000, 3  # a micro-batch per second of the run, the outage op
 TOPIC = "persistent://public/default/warm-up"
 ALERTS_FILE = "alerts.jsonl"  # the scratch lakehouse's one alert sink
 # The broker's log, taken in with the second micro-batch's trace: the unload of the topic's
-# bundle asked for 10 ms before the acks stop, begun 2 ms later, owned again as they resume
+# bundle asked for 10 ms before the acks stop, begun 2 ms later; the ZooKeeper capture of its
+# ownership node: owned, deleted by the unload, owned again (third micro-batch) as they resume
 BUNDLE = "public/default/0x00000000_0xffffffff"
 UNLOAD_AT_MS = OUTAGE_FROM * SEND_INTERVAL_MS - 10
 LOG_BATCH = 1
