@@ -3,7 +3,8 @@ folder runs its micro-batches over the made-up run of jobs/live_warm.py in a scr
 lakehouse — raising that run's suspected loss and outage in progress, the outage with the
 unload its broker's log shows, to the scratch's file sink — and leaves its own lakehouse and
 the temporary folder as they were; it stops when the run's first file lands, and does not
-warm up when input is there already."""
+warm up when input is there already. The whole warm-up is opt-in (`-m live_long`, about a
+minute); the stop after its first micro-batch runs by default."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from jobs.live import Watch, WatchOptions
 from pulsar_audit.config import Config
@@ -30,6 +33,7 @@ def _scratches() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob(SCRATCH))
 
 
+@pytest.mark.live_long  # its three micro-batches: about a minute; the next test runs one
 def test_a_watch_on_an_empty_folder_warms_up_on_a_made_up_run_of_its_own(
     lakehouse: Lakehouse, config: Config, tmp_path: Path
 ) -> None:
@@ -61,6 +65,7 @@ def test_the_warm_up_stops_once_the_run_lands_and_waits_for_no_input_there(
         time.sleep(0.5)
         landed.write_text("{}\n")
 
+    before = _scratches()
     lands = threading.Thread(target=land)
     lands.start()
     warmed = watch.warm_up()
@@ -68,4 +73,9 @@ def test_the_warm_up_stops_once_the_run_lands_and_waits_for_no_input_there(
 
     assert warmed is not None
     assert warmed.batches == 1
+    assert warmed.alerts == []  # the first micro-batch proves nothing yet
+    assert _scratches() == before  # its lakehouse removed
+    for table in ("producer_events", "live_state", "provisional", "alerts"):
+        assert lakehouse.read(table).count() == 0, table
+    assert watch.done.batches == 0
     assert watch.warm_up() is None  # input there: no warm-up
